@@ -1,0 +1,51 @@
+"""pktbuf: DPDK-style packet buffers (mbufs, mempools, rings) for Python, JIT-compiled by Numba.
+
+Two layers:
+
+* **kernels** -- ``@njit(cache=True, nogil=True)`` functions over plain arrays, with DPDK's names
+  (``pktmbuf_alloc_bulk``, ``pktmbuf_free_bulk``, ``mempool_get_bulk``...), callable from your
+  own ``@njit`` code: ``from pktbuf.kernels import *``.
+* **facade** -- classes with validation and exceptions for plain Python:
+  :class:`PktmbufPool`, :class:`Mbuf`, :class:`Mempool`, :class:`Ring`, :class:`Domain`.
+
+Importing ``pktbuf`` is cheap: submodules load on first use.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Domain": "pktbuf.api.domain",
+    "default_domain": "pktbuf.api.domain",
+    "set_debug": "pktbuf.api.domain",
+    "Mempool": "pktbuf.api.pools",
+    "PktmbufPool": "pktbuf.api.pools",
+    "Mbuf": "pktbuf.api.mbuf",
+    "Ring": "pktbuf.ring",
+    "Region": "pktbuf.rawmem",
+    "LCORE_ANY": "pktbuf.mempool.layout",
+    "NULL": "pktbuf.mbuf.layout",
+    "MBUF_DTYPE": "pktbuf.mbuf.layout",
+}
+
+from .errors import (Busy, ChainTooLong, DoubleFree, InvalidArgument, InvalidHandle,  # noqa: E402
+                     NoRoom, OutOfMemory, OutOfRange, PktbufError, PoolExhausted, RefcntError,
+                     SanityCheckError)
+
+__all__ = sorted(list(_LAZY) + ["PktbufError", "InvalidArgument", "InvalidHandle", "DoubleFree",
+                                "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
+                                "RefcntError", "ChainTooLong", "SanityCheckError", "Busy"])
+
+
+def __getattr__(name):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'pktbuf' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(mod), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

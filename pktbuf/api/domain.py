@@ -1,0 +1,188 @@
+"""The domain facade: the arrays every pool lives in, pool bookkeeping and bulk free."""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from ..errors import (E_ALREADY, E_BADF, E_FAULT, InvalidArgument, InvalidHandle,
+                      check_count, check_handles, raise_for)
+from ..lcore import facade_lcore
+from ..mbuf.layout import MBUF_DTYPE
+from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, CFG_WORDS, MAX_LCORE,
+                              MAX_POOLS, POOL_DTYPE, STAT_WORDS, DomainState)
+from ..rawmem import lazy_zeros
+from ..ring.kernels import RING_HDR_WORDS
+from . import _entry as E
+
+__all__ = ["Domain", "default_domain", "set_debug"]
+
+_DEBUG_DEFAULT = os.environ.get("PKTBUF_DEBUG", "") not in ("", "0")
+
+
+class _Ranges:
+    """First-fit allocator of index ranges in [0, cap) (objects, ring slots)."""
+
+    def __init__(self, cap: int, align: int = 1):
+        self.cap = cap
+        self.align = align
+        self.free = [(0, cap)]   # sorted (start, length)
+
+    def alloc(self, n: int) -> int | None:
+        a = self.align
+        for i, (s, ln) in enumerate(self.free):
+            start = (s + a - 1) // a * a
+            pad = start - s
+            if ln - pad >= n:
+                rest = []
+                if pad:
+                    rest.append((s, pad))
+                if ln - pad - n:
+                    rest.append((start + n, ln - pad - n))
+                self.free[i:i + 1] = rest
+                return start
+        return None
+
+    def release(self, start: int, n: int) -> None:
+        self.free.append((start, n))
+        self.free.sort()
+        merged = []
+        for s, ln in self.free:
+            if merged and merged[-1][0] + merged[-1][1] == s:
+                merged[-1] = (merged[-1][0], merged[-1][1] + ln)
+            else:
+                merged.append((s, ln))
+        self.free = merged
+
+
+class Domain:
+    """The descriptor table and the pool, ring, cache and statistics arrays of a set of pools.
+
+    Mbuf handles are indices into this domain's table, so one ``free_bulk`` call can return
+    mbufs of several pools.  Most programs need one domain: :func:`default_domain`.
+    Every array is reserved at its maximum size and committed lazily; ``max_objects`` bounds the
+    total number of objects (mbufs) of all pools, ``max_ring_slots`` the total ring size.
+
+    ``state`` is the :class:`~pktbuf.mempool.layout.DomainState` to pass to kernels.
+    """
+
+    def __init__(self, max_objects: int = 1 << 22, max_ring_slots: int = 1 << 23, *,
+                 debug: bool | None = None):
+        max_objects = check_count(max_objects, "max_objects", lo=1, hi=(1 << 31) - 1)
+        max_ring_slots = check_count(max_ring_slots, "max_ring_slots", lo=2, hi=1 << 31)
+        self.state = DomainState(
+            mb=lazy_zeros(max_objects, MBUF_DTYPE),
+            pools=np.zeros(MAX_POOLS, POOL_DTYPE),
+            ring_hdr=lazy_zeros((MAX_POOLS, RING_HDR_WORDS), np.uint32),
+            ring_slots=lazy_zeros(max_ring_slots, np.int32),
+            cache_len=lazy_zeros((MAX_POOLS, MAX_LCORE, CACHE_LINE_WORDS), np.int32),
+            cache_objs=lazy_zeros((MAX_POOLS, MAX_LCORE, CACHE_MAX_SIZE), np.int32),
+            stats=lazy_zeros((MAX_POOLS, MAX_LCORE + 1, STAT_WORDS), np.int64),
+            cfg=np.zeros(CFG_WORDS, np.int64),
+        )
+        self._objs = _Ranges(max_objects)
+        self._rings = _Ranges(max_ring_slots, align=16)
+        self._pools: dict[int, object] = {}
+        self._lock = threading.Lock()
+        self.debug = _DEBUG_DEFAULT if debug is None else debug
+        self._args = tuple(self.state)
+
+    # -- configuration ---------------------------------------------------------------------
+    @property
+    def debug(self) -> bool:
+        """Kernels of this domain run their sanity checks (cost: a few checks per call)."""
+        return bool(self.state.cfg[CFG_DEBUG])
+
+    @debug.setter
+    def debug(self, on: bool) -> None:
+        self.state.cfg[CFG_DEBUG] = 1 if on else 0
+
+    @property
+    def pools(self) -> list:
+        """Live pools, by id."""
+        return [self._pools[k] for k in sorted(self._pools)]
+
+    def pool_of(self, handle: int):
+        """The pool object that owns ``handle`` (an mbuf or mempool object)."""
+        h = int(handle)
+        if 0 <= h < self.state.mb.size:
+            pid = int(self.state.mb[h]["pool"])
+            p = self._pools.get(pid)
+            if p is not None and p.owns(h):
+                return p
+        raise InvalidHandle(f"{handle} is not an object of a live pool of this domain")
+
+    # -- pool registration (used by the pool classes) -----------------------------------------
+    def _register(self, pool, n: int, ring_size: int) -> tuple[int, int, int]:
+        with self._lock:
+            pid = next((i for i in range(MAX_POOLS) if i not in self._pools), None)
+            if pid is None:
+                raise InvalidArgument(f"a domain holds at most {MAX_POOLS} pools")
+            base = self._objs.alloc(n)
+            if base is None:
+                raise InvalidArgument(f"no room for {n} more objects in this domain "
+                                      f"(max_objects={self._objs.cap})")
+            rbase = self._rings.alloc(ring_size)
+            if rbase is None:
+                self._objs.release(base, n)
+                raise InvalidArgument(f"no room for a ring of {ring_size} slots in this domain")
+            self._pools[pid] = pool
+            return pid, base, rbase
+
+    def _unregister(self, pid: int, base: int, n: int, rbase: int, ring_size: int) -> None:
+        with self._lock:
+            self._pools.pop(pid, None)
+            self._objs.release(base, n)
+            self._rings.release(rbase, ring_size)
+
+    # -- bulk free across pools ------------------------------------------------------------
+    def free_bulk(self, mbufs, *, lcore: int | None = None, staged: bool = False) -> None:
+        """Free the packets in ``mbufs`` (handles; ``-1`` entries are skipped), of any pools.
+
+        The whole array is validated first: an unknown handle raises ``InvalidHandle``, a double
+        free (or an mbuf listed more often than it is referenced) ``DoubleFree``, a corrupt
+        packet ``SanityCheckError`` -- and then nothing at all is freed.
+        ``staged=True`` uses DPDK's staged algorithm instead of the run-grouped one.
+        """
+        a = check_handles(mbufs, "mbufs")
+        lc = facade_lcore() if lcore is None else lcore
+        rc = E.py_free_bulk(*self._args, lc, a, a.size, staged)
+        if rc < 0:
+            raise_for(rc, _free_msg(rc))
+
+    def __repr__(self) -> str:
+        return f"Domain(pools={len(self._pools)}, max_objects={self._objs.cap})"
+
+
+def _free_msg(rc: int) -> str:
+    return {E_BADF: "not an mbuf of a live pool of this domain",
+            E_ALREADY: "double free: an mbuf is already free or listed more often than referenced",
+            E_FAULT: "a packet failed its sanity check"}.get(rc, f"free failed ({rc})")
+
+
+_default: Domain | None = None
+_default_lock = threading.Lock()
+
+
+def default_domain() -> Domain:
+    """The process-wide domain that pools use unless given another."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Domain()
+    return _default
+
+
+def set_debug(on: bool = True) -> None:
+    """Turn kernel sanity checks on or off for the default domain and every new domain.
+
+    The switch is data, not a compile-time constant, so it takes effect immediately and never
+    invalidates the compiled cache.  Also settable with the environment variable
+    ``PKTBUF_DEBUG=1``.
+    """
+    global _DEBUG_DEFAULT
+    _DEBUG_DEFAULT = bool(on)
+    if _default is not None:
+        _default.debug = on

@@ -1,0 +1,184 @@
+"""Freeing mbufs: per segment, per packet, and in bulk.
+
+``pktmbuf_free_bulk`` is *run-grouped*.  DPDK's ``rte_pktmbuf_free_bulk`` (kept here as
+``pktmbuf_free_bulk_staged``, the reference and the benchmark baseline) copies every freeable
+mbuf into an on-stack ``pending[64]`` array and puts that array to its pool whenever it fills
+or the pool changes.  The run-grouped version walks the caller's array once and hands each
+maximal run of consecutive freeable single-segment mbufs of one pool to that pool's bulk put
+*in place* -- straight from the caller's array, with no staging copy.  A run ends at
+
+* a NULL entry (``-1``),
+* an mbuf that is still referenced after its refcnt decrement (it is not freed),
+* a change of pool,
+* 64 mbufs, so every bulk put has the size DPDK's would have and goes to the lcore cache
+  (a put of more than half the cache size would bypass it);
+
+and the first chained packet sends the rest of the array through the staged path, where
+segments of every chain are freed one by one as DPDK does.  Both free exactly the same mbufs.
+On arrays without NULL or still-referenced entries they also make the same sequence of bulk
+puts, so every cache and ring ends in the same state, object for object; otherwise the
+run-grouped version makes more, smaller puts.
+
+Every free kernel takes the ``lcore`` whose caches it may use (``LCORE_ANY`` = none) and
+returns 0, or -- when the domain's debug switch is on and a check fails -- a negative code with
+nothing freed.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import carray
+
+from .._jit import kernel
+from ..atomics import field_fetch_add
+from ..mempool.kernels import mempool_generic_put
+from ..rawmem import stack_i32
+from .check import pktmbuf_free_check
+from .indirect import pktmbuf_detach
+from .layout import F_NOT_DIRECT, NULL, ST_FREE
+from .raw import debug_enabled, mbuf_raw_free
+
+FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
+
+
+@kernel
+def pktmbuf_prefree_seg(dom, lcore, h):
+    """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
+
+    Returns ``h`` when that was the last reference -- the segment is then back in the in-pool
+    state (refcnt 1, no next, one segment, direct) and the caller returns it to its pool -- or
+    NULL (-1) if it is still referenced.  Only fields that differ are written.
+    """
+    mb = dom.mb
+    m = mb[h]
+    if m.refcnt != 1:
+        # shared: the decrement must be atomic; whoever takes it to 0 owns the mbuf
+        if np.int64(field_fetch_add(mb, h, "refcnt", -1)) != 1:
+            return np.int64(NULL)
+        m.refcnt = 1
+    if (m.ol_flags & F_NOT_DIRECT) != 0:
+        pktmbuf_detach(dom, lcore, h)
+    if m.next != NULL:
+        m.next = NULL
+    if m.nb_segs != 1:
+        m.nb_segs = 1
+    return np.int64(h)
+
+
+@kernel
+def pktmbuf_free_seg(dom, lcore, h):
+    """``rte_pktmbuf_free_seg``: free one segment (its ``next`` is not followed)."""
+    if pktmbuf_prefree_seg(dom, lcore, h) != NULL:
+        mbuf_raw_free(dom, lcore, h)
+
+
+@kernel
+def _free_chain(dom, lcore, h):
+    seg = np.int64(h)
+    while seg != NULL:
+        nxt = np.int64(dom.mb[seg].next)   # read before prefree clears it
+        pktmbuf_free_seg(dom, lcore, seg)
+        seg = nxt
+
+
+@kernel
+def pktmbuf_free(dom, lcore, h):
+    """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed."""
+    if debug_enabled(dom):
+        one = carray(stack_i32(1), (1,))
+        one[0] = h
+        rc = pktmbuf_free_check(dom, one, 1)
+        if rc < 0:
+            return rc
+    _free_chain(dom, lcore, h)
+    return 0
+
+
+@kernel
+def _staged(dom, lcore, mbufs, start, n):
+    """DPDK's algorithm over ``mbufs[start:n]``: stage survivors in pending[64]."""
+    mb = dom.mb
+    pending = carray(stack_i32(FREE_PENDING_SZ), (FREE_PENDING_SZ,))
+    npend = 0
+    pend_pool = np.int64(-1)
+    for i in range(start, n):
+        seg = np.int64(mbufs[i])
+        while seg != NULL:
+            nxt = np.int64(mb[seg].next)
+            if pktmbuf_prefree_seg(dom, lcore, seg) != NULL:
+                pool = np.int64(mb[seg].pool)
+                if npend == FREE_PENDING_SZ or (npend > 0 and pool != pend_pool):
+                    mempool_generic_put(dom, pend_pool, lcore, pending, 0, npend)
+                    npend = 0
+                if npend == 0:
+                    pend_pool = pool
+                mb[seg].state = ST_FREE
+                pending[npend] = seg
+                npend += 1
+            seg = nxt
+    if npend > 0:
+        mempool_generic_put(dom, pend_pool, lcore, pending, 0, npend)
+
+
+@kernel
+def pktmbuf_free_bulk_staged(dom, lcore, mbufs, n):
+    """DPDK's array-staged ``rte_pktmbuf_free_bulk``: the reference and the benchmark baseline."""
+    if debug_enabled(dom):
+        rc = pktmbuf_free_check(dom, mbufs, n)
+        if rc < 0:
+            return rc
+    _staged(dom, lcore, mbufs, 0, n)
+    return 0
+
+
+@kernel
+def pktmbuf_free_bulk(dom, lcore, mbufs, n):
+    """Free the packets ``mbufs[:n]`` (NULL entries allowed), run-grouped.
+
+    Equivalent to DPDK's ``rte_pktmbuf_free_bulk``; see the module docstring for how runs of
+    one pool go back to it straight from ``mbufs``.  ``mbufs`` itself is not modified.
+    """
+    if debug_enabled(dom):
+        rc = pktmbuf_free_check(dom, mbufs, n)
+        if rc < 0:
+            return rc
+    mb = dom.mb
+    run_start = 0
+    run_len = 0
+    run_pool = np.int64(-1)
+    for i in range(n):
+        h = np.int64(mbufs[i])
+        if h == NULL:
+            if run_len > 0:
+                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+                run_len = 0
+            continue
+        m = mb[h]
+        if m.next != NULL:
+            # the first chained packet: flush, and let DPDK's staged walk do the rest
+            if run_len > 0:
+                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+            _staged(dom, lcore, mbufs, i, n)
+            return 0
+        if m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0:
+            # the common case: sole owner of a direct single segment -- no atomics, and the
+            # in-pool invariants already hold except, possibly, nb_segs
+            if m.nb_segs != 1:
+                m.nb_segs = 1
+        elif pktmbuf_prefree_seg(dom, lcore, h) == NULL:
+            # still referenced elsewhere: not ours to free, and it breaks the run
+            if run_len > 0:
+                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+                run_len = 0
+            continue
+        pool = np.int64(m.pool)
+        if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):
+            mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+            run_len = 0
+        if run_len == 0:
+            run_start = i
+            run_pool = pool
+        m.state = ST_FREE
+        run_len += 1
+    if run_len > 0:
+        mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+    return 0

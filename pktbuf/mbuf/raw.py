@@ -1,0 +1,201 @@
+"""Raw mbuf allocation and release, field reset, and pool population.
+
+``raw`` means what it does in DPDK: the caller guarantees the invariants and nothing is reset
+beyond what the pool guarantees (``buf_addr``, ``buf_iova``, ``buf_len``, ``refcnt == 1``,
+``nb_segs == 1``, ``next == NULL``, ``pool``, ``priv_size``).  The ``pktmbuf_`` allocators
+add the per-packet field reset.
+
+Every allocation marks the descriptor ``ST_ALLOC`` and every release ``ST_FREE``: one 16-bit
+store on the first cache line, which the allocation writes anyway.  It is what lets the facade
+(and the debug checks) tell a double free from a legitimate one in O(1).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import carray
+
+from .._jit import kernel
+from ..rawmem import stack_i32
+from ..mempool.kernels import mempool_generic_get, mempool_generic_put
+from ..mempool.layout import CFG_DEBUG
+from .layout import NULL, PORT_INVALID, ST_ALLOC, ST_FREE
+
+
+@kernel
+def debug_enabled(dom):
+    """True when the domain's debug switch is on (``pktbuf.set_debug`` / ``Domain.debug``)."""
+    return dom.cfg[CFG_DEBUG] != 0
+
+
+@kernel
+def pktmbuf_init_obj(dom, pid, h):
+    """Constructor of one mbuf of pool ``pid`` (``rte_pktmbuf_init``): the in-pool state."""
+    p = dom.pools[pid]
+    k = np.int64(h) - np.int64(p.obj_base)
+    off = k * np.int64(p.elt_size) + np.int64(p.priv_size)
+    m = dom.mb[h]
+    m.buf_addr = np.uint64(p.region_addr) + np.uint64(off)
+    m.buf_iova = np.uint64(off)
+    m.buf_len = p.data_room
+    m.data_off = p.headroom
+    m.priv_size = p.priv_size
+    m.pool = pid
+    m.state = ST_FREE
+    m.refcnt = 1
+    m.nb_segs = 1
+    m.next = NULL
+    m.direct = NULL
+    m.port = PORT_INVALID
+    m.ol_flags = 0
+    m.packet_type = 0
+    m.pkt_len = 0
+    m.data_len = 0
+    m.vlan_tci = 0
+    m.vlan_tci_outer = 0
+    m.hash = 0
+    m.hash_hi = 0
+    m.tx_offload = 0
+    m.shinfo = 0
+    m.timesync = 0
+    for i in range(9):
+        m.dynfield1[i] = 0
+
+
+@kernel
+def pktmbuf_pool_populate(dom, pid, is_mbuf, objs):
+    """Initialise every object of pool ``pid`` and put it in the ring (pool creation).
+
+    ``objs`` is scratch of at least the pool size.  Plain mempool objects get only their
+    address, length, pool and state.
+    """
+    p = dom.pools[pid]
+    base = np.int64(p.obj_base)
+    n = np.int64(p.size)
+    for k in range(n):
+        h = base + k
+        if is_mbuf:
+            pktmbuf_init_obj(dom, pid, h)
+        else:
+            m = dom.mb[h]
+            m.buf_addr = np.uint64(p.region_addr) + np.uint64(k * np.int64(p.elt_size))
+            m.buf_iova = np.uint64(k * np.int64(p.elt_size))
+            m.buf_len = 0
+            m.pool = pid
+            m.state = ST_FREE
+            m.refcnt = 1
+            m.nb_segs = 1
+            m.next = NULL
+            m.direct = NULL
+        objs[k] = h
+    mempool_generic_put(dom, pid, -1, objs, 0, n)
+
+
+@kernel
+def pool_depopulate(dom, pid):
+    """Unlink the descriptors of pool ``pid`` (pool destruction): no handle of it stays valid."""
+    p = dom.pools[pid]
+    base = np.int64(p.obj_base)
+    for k in range(np.int64(p.size)):
+        m = dom.mb[base + k]
+        m.pool = 0xFFFF
+        m.state = ST_FREE
+        m.buf_addr = 0
+
+
+@kernel
+def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
+    """``rte_mbuf_raw_alloc_bulk``: ``n`` mbufs in the in-pool state; 0 or -ENOENT (none taken)."""
+    rc = mempool_generic_get(dom, pid, lcore, mbufs, 0, n)
+    if rc < 0:
+        return rc
+    mb = dom.mb
+    for i in range(n):
+        mb[mbufs[i]].state = ST_ALLOC
+    return 0
+
+
+@kernel
+def mbuf_raw_alloc(dom, pid, lcore):
+    """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
+    one = carray(stack_i32(1), (1,))
+    rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
+    if rc < 0:
+        return np.int64(rc)
+    h = one[0]
+    dom.mb[h].state = ST_ALLOC
+    return np.int64(h)
+
+
+@kernel
+def mbuf_raw_free(dom, lcore, h):
+    """``rte_mbuf_raw_free``: return one mbuf that is already in the in-pool state."""
+    m = dom.mb[h]
+    m.state = ST_FREE
+    one = carray(stack_i32(1), (1,))
+    one[0] = h
+    mempool_generic_put(dom, np.int64(m.pool), lcore, one, 0, 1)
+
+
+@kernel
+def mbuf_raw_free_bulk(dom, pid, lcore, mbufs, n):
+    """``rte_mbuf_raw_free_bulk``: ``n`` direct, reinitialised mbufs of pool ``pid`` (fast free)."""
+    mb = dom.mb
+    for i in range(n):
+        mb[mbufs[i]].state = ST_FREE
+    mempool_generic_put(dom, pid, lcore, mbufs, 0, n)
+
+
+@kernel
+def pktmbuf_raw_reset(dom, h, headroom):
+    """The per-packet reset of ``rte_mbuf_raw_reset_bulk`` for one mbuf (second line: tx_offload)."""
+    m = dom.mb[h]
+    m.data_off = headroom
+    m.port = PORT_INVALID
+    m.ol_flags = 0
+    m.packet_type = 0
+    m.pkt_len = 0
+    m.data_len = 0
+    m.vlan_tci = 0
+    m.vlan_tci_outer = 0
+    m.tx_offload = 0
+
+
+@kernel
+def pktmbuf_reset(dom, h):
+    """``rte_pktmbuf_reset``: the raw reset plus ``next``/``nb_segs`` of a single segment."""
+    m = dom.mb[h]
+    m.next = NULL
+    m.nb_segs = 1
+    pktmbuf_raw_reset(dom, h, dom.pools[m.pool].headroom)
+
+
+@kernel
+def pktmbuf_alloc_bulk(dom, pid, lcore, mbufs, n):
+    """``rte_pktmbuf_alloc_bulk``: ``n`` reset mbufs into ``mbufs[:n]``; 0 or -ENOENT (none taken)."""
+    rc = mempool_generic_get(dom, pid, lcore, mbufs, 0, n)
+    if rc < 0:
+        return rc
+    headroom = dom.pools[pid].headroom
+    mb = dom.mb
+    for i in range(n):
+        m = mb[mbufs[i]]
+        m.state = ST_ALLOC
+        m.data_off = headroom
+        m.port = PORT_INVALID
+        m.ol_flags = 0
+        m.packet_type = 0
+        m.pkt_len = 0
+        m.data_len = 0
+        m.vlan_tci = 0
+        m.vlan_tci_outer = 0
+        m.tx_offload = 0
+    return 0
+
+
+@kernel
+def pktmbuf_alloc(dom, pid, lcore):
+    """``rte_pktmbuf_alloc``: one reset mbuf handle, or -ENOENT (-2)."""
+    h = mbuf_raw_alloc(dom, pid, lcore)
+    if h >= 0:
+        pktmbuf_reset(dom, h)
+    return h

@@ -1,0 +1,281 @@
+"""Mempool kernels: bulk get/put through per-lcore caches over the pool's lock-free ring.
+
+Cache algorithm: DPDK 26.07's (commit f5e1310f16), not the classic 22.11 one.  The cache
+holds at most ``cache_size`` objects -- exactly what was asked for, where the classic cache
+grew to 1.5x -- and it works in halves:
+
+* **put(n)**: if the objects fit, append them.  Otherwise, if ``n <= size/2``, flush the
+  *bottom* (coldest) ``size/2`` objects to the ring, slide the hotter rest down and append.
+  Larger puts bypass the cache.
+* **get(n)**: pop from the top when the cache has enough (the cache is a stack, copied out in
+  reverse so the hottest object goes out first).  Otherwise hand out the whole cache and, if the
+  rest is ``<= size/2``, refill the cache with exactly ``size/2`` objects from the ring and hand
+  the rest out of it; larger remainders are dequeued straight from the ring.
+
+Why this one: its memory bound is the configured size (the classic cache strands up to 1.5x,
+which matters on small pools and for the accounting audit), a flush keeps the hot half instead
+of emptying the cache, and upstream measured the cache miss rate falling from ~1/20 to ~1/48
+objects in a real application.  Its flush moves ``size/2`` objects where the classic one moved
+up to ``1.5 size``, so each ring operation stays short.
+
+All-or-nothing get: the cache is only *copied* from until the ring dequeue has succeeded, so a
+failed get leaves the cache length as it was -- nothing to roll back but one store.
+A put never fails: the ring has room for every object of the pool.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import carray
+
+from .._jit import kernel
+from ..rawmem import stack_i32
+from ..atomics import fetch_add
+from ..errors import E_BADF, E_INVAL, E_NOENT
+from ..mbuf.layout import ST_ALLOC, ST_FREE
+from ..ring.kernels import (_FIXED, CONS_TAIL, H_MASK, ring_count, ring_do_dequeue,
+                            ring_do_enqueue)
+from .layout import (MAX_LCORE, MAX_POOLS, POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED,
+                     ST_GET_COMMON_POOL_BULK, ST_GET_COMMON_POOL_OBJS, ST_GET_FAIL_BULK,
+                     ST_GET_FAIL_OBJS, ST_GET_SUCCESS_BULK, ST_GET_SUCCESS_OBJS,
+                     ST_PUT_BULK, ST_PUT_COMMON_POOL_BULK, ST_PUT_COMMON_POOL_OBJS, ST_PUT_OBJS)
+
+
+@kernel
+def _stat_add(dom, pid, row, idx, v):
+    if row == MAX_LCORE:
+        fetch_add(dom.stats, (pid, row, idx), v)   # shared by every cacheless caller
+    else:
+        dom.stats[pid, row, idx] += v
+
+
+@kernel
+def _ring_put(dom, pid, objs, start, n):
+    """Backend enqueue of objs[start:start+n]; never fails (the ring holds every object)."""
+    p = dom.pools[pid]
+    slots = dom.ring_slots[p.ring_base:p.ring_base + p.ring_size]
+    return ring_do_enqueue(dom.ring_hdr[pid], slots, objs, start, n, _FIXED,
+                           (p.flags & POOL_F_SP_PUT) != 0)
+
+
+@kernel
+def _ring_get(dom, pid, objs, start, n):
+    """Backend dequeue into objs[start:start+n], all or nothing; returns n or 0."""
+    p = dom.pools[pid]
+    slots = dom.ring_slots[p.ring_base:p.ring_base + p.ring_size]
+    return ring_do_dequeue(dom.ring_hdr[pid], slots, objs, start, n, _FIXED,
+                           (p.flags & POOL_F_SC_GET) != 0)
+
+
+@kernel
+def mempool_generic_put(dom, pid, lcore, objs, start, n):
+    """Put ``objs[start:start+n]`` back into pool ``pid``.  Cannot fail.
+
+    ``lcore`` outside ``[0, MAX_LCORE)`` (e.g. ``LCORE_ANY``) bypasses the cache.  The caller
+    guarantees the objects belong to the pool and are not in it already.
+    """
+    if n <= 0:
+        return
+    size = np.int64(dom.pools[pid].cache_size)
+    row = lcore if (lcore >= 0 and lcore < MAX_LCORE) else MAX_LCORE
+    _stat_add(dom, pid, row, ST_PUT_BULK, 1)
+    _stat_add(dom, pid, row, ST_PUT_OBJS, n)
+    if size == 0 or row == MAX_LCORE:
+        _ring_put(dom, pid, objs, start, n)
+        _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, n)
+        return
+    cache = dom.cache_objs[pid, lcore]
+    clen = np.int64(dom.cache_len[pid, lcore, 0])
+    half = size >> 1
+    if clen + n > size:
+        if n > half:
+            # too big for the cache: straight to the ring, cache untouched
+            _ring_put(dom, pid, objs, start, n)
+            _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
+            _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, n)
+            return
+        # flush the coldest half (the bottom of the stack) and keep the hot top
+        _ring_put(dom, pid, cache, 0, half)
+        _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, half)
+        for i in range(clen - half):
+            cache[i] = cache[half + i]
+        clen -= half
+    for i in range(n):
+        cache[clen + i] = objs[start + i]
+    dom.cache_len[pid, lcore, 0] = clen + n
+
+
+@kernel
+def mempool_generic_get(dom, pid, lcore, objs, start, n):
+    """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]``.
+
+    Returns 0, or ``E_NOENT`` (-2) with nothing taken when the pool (ring plus this lcore's
+    cache) has fewer than ``n``.  Like DPDK, it can fail while other lcores' caches hold objects.
+    """
+    if n <= 0:
+        return 0
+    size = np.int64(dom.pools[pid].cache_size)
+    row = lcore if (lcore >= 0 and lcore < MAX_LCORE) else MAX_LCORE
+    if size == 0 or row == MAX_LCORE:
+        if _ring_get(dom, pid, objs, start, n) == 0:
+            _stat_add(dom, pid, row, ST_GET_FAIL_BULK, 1)
+            _stat_add(dom, pid, row, ST_GET_FAIL_OBJS, n)
+            return E_NOENT
+        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_OBJS, n)
+        _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
+        _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
+        return 0
+    cache = dom.cache_objs[pid, lcore]
+    clen = np.int64(dom.cache_len[pid, lcore, 0])
+    if n <= clen:
+        # the common case: the cache is a stack, hottest object first
+        top = clen - 1
+        for i in range(n):
+            objs[start + i] = cache[top - i]
+        dom.cache_len[pid, lcore, 0] = clen - n
+        dom.stats[pid, row, ST_GET_SUCCESS_BULK] += 1
+        dom.stats[pid, row, ST_GET_SUCCESS_OBJS] += n
+        return 0
+    # hand out the whole cache (copy only: it is not emptied until the ring has delivered)
+    for i in range(clen):
+        objs[start + i] = cache[clen - 1 - i]
+    remaining = n - clen
+    half = size >> 1
+    new_len = -1
+    if remaining <= half and _ring_get(dom, pid, cache, 0, half) == half:
+        for i in range(remaining):
+            objs[start + clen + i] = cache[half - 1 - i]
+        new_len = half - remaining
+        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_OBJS, half)
+    elif _ring_get(dom, pid, objs, start + clen, remaining) == remaining:
+        new_len = 0
+        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_OBJS, remaining)
+    if new_len < 0:
+        # rollback: the cache length never changed and the ring gave nothing
+        _stat_add(dom, pid, row, ST_GET_FAIL_BULK, 1)
+        _stat_add(dom, pid, row, ST_GET_FAIL_OBJS, n)
+        return E_NOENT
+    dom.cache_len[pid, lcore, 0] = new_len
+    _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
+    _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
+    return 0
+
+
+@kernel
+def mempool_get_bulk(dom, pid, lcore, objs, n):
+    """``rte_mempool_get_bulk``: exactly ``n`` objects into ``objs[:n]``; 0 or -ENOENT."""
+    return mempool_generic_get(dom, pid, lcore, objs, 0, n)
+
+
+@kernel
+def mempool_put_bulk(dom, pid, lcore, objs, n):
+    """``rte_mempool_put_bulk``: return ``objs[:n]`` to pool ``pid``; cannot fail."""
+    mempool_generic_put(dom, pid, lcore, objs, 0, n)
+
+
+@kernel
+def mempool_get(dom, pid, lcore):
+    """One object, or -ENOENT (-2) if the pool is empty."""
+    one = carray(stack_i32(1), (1,))
+    rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
+    return rc if rc < 0 else np.int64(one[0])
+
+
+@kernel
+def mempool_put(dom, pid, lcore, obj):
+    """Return one object."""
+    one = carray(stack_i32(1), (1,))
+    one[0] = obj
+    mempool_generic_put(dom, pid, lcore, one, 0, 1)
+
+
+@kernel
+def mempool_cache_flush(dom, pid, lcore):
+    """Move everything in ``lcore``'s cache of pool ``pid`` back to the ring."""
+    if lcore < 0 or lcore >= MAX_LCORE:
+        return
+    clen = np.int64(dom.cache_len[pid, lcore, 0])
+    if clen > 0:
+        _ring_put(dom, pid, dom.cache_objs[pid, lcore], 0, clen)
+        dom.cache_len[pid, lcore, 0] = 0
+
+
+@kernel
+def mempool_avail_count(dom, pid):
+    """Objects available in pool ``pid``: the ring plus every cache (a snapshot)."""
+    c = ring_count(dom.ring_hdr[pid])
+    if dom.pools[pid].cache_size > 0:
+        for lc in range(MAX_LCORE):
+            c += dom.cache_len[pid, lc, 0]
+    size = np.int64(dom.pools[pid].size)
+    return c if c <= size else size
+
+
+@kernel
+def mempool_in_use_count(dom, pid):
+    """Objects of pool ``pid`` currently handed out (a snapshot)."""
+    return np.int64(dom.pools[pid].size) - mempool_avail_count(dom, pid)
+
+
+@kernel
+def pool_valid(dom, pid):
+    """True if ``pid`` names a live pool of this domain."""
+    return pid >= 0 and pid < MAX_POOLS and (dom.pools[pid].flags & POOL_F_USED) != 0
+
+
+@kernel
+def mempool_audit(dom, pid):
+    """Prove every object of pool ``pid`` is accounted for exactly once.
+
+    Walks the ring and every cache: each object found there must belong to the pool, be found
+    once only, and be marked free (``state == ST_FREE``); every object not found must be marked
+    handed out (``ST_ALLOC``).  Run it while the pool is quiescent.  Returns the number of
+    objects in the pool (>= 0), ``E_INVAL`` on a count mismatch or a foreign/duplicated object,
+    or ``E_BADF`` if an object's state disagrees with where it was found.
+    """
+    if not pool_valid(dom, pid):
+        return E_BADF
+    p = dom.pools[pid]
+    base = np.int64(p.obj_base)
+    size = np.int64(p.size)
+    seen = np.zeros(size, np.uint8)
+    hdr = dom.ring_hdr[pid]
+    slots = dom.ring_slots[p.ring_base:p.ring_base + p.ring_size]
+    mask = np.int64(hdr[H_MASK])
+    cnt = ring_count(hdr)
+    cons = np.int64(hdr[CONS_TAIL])
+    found = 0
+    bad = False
+    for i in range(cnt):
+        h = np.int64(slots[(cons + i) & mask])
+        k = h - base
+        if k < 0 or k >= size or seen[k] != 0:
+            return E_INVAL
+        seen[k] = 1
+        found += 1
+    if p.cache_size > 0:
+        for lc in range(MAX_LCORE):
+            clen = np.int64(dom.cache_len[pid, lc, 0])
+            if clen < 0 or clen > p.cache_size:
+                return E_INVAL
+            for i in range(clen):
+                h = np.int64(dom.cache_objs[pid, lc, i])
+                k = h - base
+                if k < 0 or k >= size or seen[k] != 0:
+                    return E_INVAL
+                seen[k] = 1
+                found += 1
+    for k in range(size):
+        s = dom.mb[base + k].state
+        if seen[k] != 0:
+            if s != ST_FREE:
+                bad = True
+        elif s != ST_ALLOC:
+            bad = True
+    if bad:
+        return E_BADF
+    return found

@@ -1,0 +1,223 @@
+"""Raw memory: memfd-backed regions, lazily committed arrays, and pointer intrinsics.
+
+Two kinds of memory back pktbuf:
+
+* **Regions** (:class:`Region`): a ``memfd`` mapped ``MAP_SHARED``.  Mbuf data rooms live in
+  one region per pool, so the region's file descriptor can be handed to another process (memif
+  passes it over a Unix socket) and the same bytes are visible on both sides.
+* **Lazy arrays** (:func:`lazy_zeros`): an anonymous ``MAP_PRIVATE | MAP_NORESERVE`` mapping
+  wrapped as a NumPy array.  Pages are committed on first touch, so a table sized for millions
+  of mbufs costs nothing until pools are carved out of it, and the array never has to be
+  reallocated (kernels and user code may hold on to it).
+
+Kernels address mbuf data through the virtual address stored in the descriptor (``buf_addr``,
+as in DPDK).  The intrinsics below turn such an address into a NumPy view or copy bytes between
+addresses; they trust the caller, who checks every length against the buffer it belongs to.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+from llvmlite import ir
+from numba import carray, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from ._jit import kernel
+
+__all__ = ["Region", "lazy_zeros", "array_address", "addr_u8", "memcpy", "memmove", "memset",
+           "load_u8", "store_u8", "stack_i32"]
+
+PAGE = mmap.PAGESIZE
+
+
+class Region:
+    """A shared, file-backed memory region (``memfd_create`` + ``mmap(MAP_SHARED)``).
+
+    ``fd`` can be passed to another process, which maps the same pages.  ``address`` is the
+    virtual address of the first byte in this process; ``array`` is a ``uint8`` view of it.
+    """
+
+    def __init__(self, size: int, name: str = "pktbuf", *, fd: int | None = None,
+                 seal: bool = True):
+        if size <= 0:
+            raise ValueError(f"region size must be positive, got {size}")
+        self.size = int(size)
+        self.name = name
+        self._own_fd = fd is None
+        if fd is None:
+            flags = os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if seal else 0)
+            fd = os.memfd_create(name, flags)
+            try:
+                os.ftruncate(fd, self.size)
+                if seal:  # the peer may rely on the size: forbid shrinking, as DPDK does
+                    import fcntl
+                    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+            except BaseException:
+                os.close(fd)
+                raise
+        self.fd = fd
+        try:
+            self.mmap = mmap.mmap(fd, self.size, flags=mmap.MAP_SHARED,
+                                  prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            if self._own_fd:
+                os.close(fd)
+            raise
+        self.array = np.frombuffer(self.mmap, dtype=np.uint8)
+        self.address = self.array.ctypes.data
+
+    @classmethod
+    def attach(cls, fd: int, size: int, name: str = "peer") -> "Region":
+        """Map an existing region received from elsewhere; the fd is adopted (closed on close())."""
+        r = cls(size, name, fd=fd)
+        r._own_fd = True
+        return r
+
+    def close(self) -> None:
+        """Unmap and close.  Views of ``array`` must no longer be used."""
+        if self.mmap is None:
+            return
+        self.array = None
+        try:
+            self.mmap.close()
+        except BufferError:
+            # someone still holds a view: leave the mapping to the garbage collector
+            pass
+        self.mmap = None
+        if self.fd is not None and self._own_fd:
+            os.close(self.fd)
+        self.fd = None
+
+    @property
+    def closed(self) -> bool:
+        return self.mmap is None
+
+    def __repr__(self) -> str:
+        return f"Region({self.name!r}, size={self.size}, fd={self.fd})"
+
+
+def lazy_zeros(shape, dtype) -> np.ndarray:
+    """A zero-filled array whose pages are committed only when first written.
+
+    The mapping lives as long as the returned array (NumPy keeps the mmap object alive through
+    the array's base).
+    """
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = max(PAGE, (n + PAGE - 1) // PAGE * PAGE)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+    m = mmap.mmap(-1, size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    arr = np.frombuffer(m, dtype=np.uint8, count=n).view(dtype).reshape(shape)
+    return arr
+
+
+def array_address(a: np.ndarray) -> int:
+    """Virtual address of an array's first element (Python side)."""
+    return a.ctypes.data
+
+
+# ---------------------------------------------------------------------------------------------
+# pointer intrinsics (kernel side)
+
+_u8p = types.CPointer(types.uint8)
+
+
+@intrinsic
+def _as_u8_ptr(typingctx, addr):
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+
+    return _u8p(addr), codegen
+
+
+@kernel
+def addr_u8(addr, n):
+    """A ``uint8`` array view of ``n`` bytes at virtual address ``addr``."""
+    return carray(_as_u8_ptr(addr), (n,))
+
+
+def _raw_mem_intrinsic(kind):
+    @intrinsic
+    def fn(typingctx, dst, src_or_val, n):
+        if not all(isinstance(t, types.Integer) for t in (dst, src_or_val, n)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            i8p = ir.IntType(8).as_pointer()
+            d = builder.inttoptr(args[0], i8p)
+            cnt = context.cast(builder, args[2], sig.args[2], types.int64)
+            if kind == "memset":
+                v = context.cast(builder, args[1], sig.args[1], types.uint8)
+                cgutils.memset(builder, d, cnt, v)
+            else:
+                s = builder.inttoptr(args[1], i8p)
+                name = "llvm.memcpy" if kind == "memcpy" else "llvm.memmove"
+                fnty = ir.FunctionType(ir.VoidType(), [i8p, i8p, ir.IntType(64), ir.IntType(1)])
+                f = cgutils.get_or_insert_function(builder.module, fnty, f"{name}.p0i8.p0i8.i64")
+                builder.call(f, [d, s, cnt, ir.Constant(ir.IntType(1), 0)])
+            return context.get_dummy_value()
+
+        return types.none(dst, src_or_val, n), codegen
+
+    fn.__name__ = fn.__qualname__ = kind
+    return fn
+
+
+memcpy = _raw_mem_intrinsic("memcpy")
+memcpy.__doc__ = "Copy ``n`` bytes from address ``src`` to address ``dst`` (no overlap)."
+memmove = _raw_mem_intrinsic("memmove")
+memmove.__doc__ = "Copy ``n`` bytes from ``src`` to ``dst``; the ranges may overlap."
+memset = _raw_mem_intrinsic("memset")
+memset.__doc__ = "Fill ``n`` bytes at ``dst`` with the byte ``val``."
+
+
+@intrinsic
+def load_u8(typingctx, addr):
+    """Read the byte at ``addr``."""
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        p = builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+        return builder.load(p)
+
+    return types.uint8(addr), codegen
+
+
+@intrinsic
+def store_u8(typingctx, addr, val):
+    """Write the byte ``val`` at ``addr``."""
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        p = builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+        v = context.cast(builder, args[1], sig.args[1], types.uint8)
+        builder.store(v, p)
+        return context.get_dummy_value()
+
+    return types.none(addr, val), codegen
+
+
+@intrinsic
+def stack_i32(typingctx, n):
+    """Pointer to ``n`` (a literal) int32 slots on the calling kernel's stack.
+
+    Use as ``carray(stack_i32(64), (64,))`` inside the kernel that owns the array; it must not
+    outlive that kernel.  Saves the heap allocation an ``np.empty`` would cost on a hot path,
+    as the on-stack ``pending[]`` array does in DPDK's ``rte_pktmbuf_free_bulk``.
+    """
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+    count = n.literal_value
+
+    def codegen(context, builder, sig, args):
+        return cgutils.alloca_once(builder, ir.IntType(32), size=count)
+
+    return types.CPointer(types.int32)(n), codegen
