@@ -1,0 +1,139 @@
+"""System calls usable from kernels: eventfd signalling, poll, yield and sleep.
+
+Numba cannot call into the OS by itself.  These intrinsics declare the libc functions by name
+(``write``, ``read``, ``poll``, ``sched_yield``, ``usleep``) and call them; the symbols are
+resolved when the compiled code is loaded, so the functions stay cacheable (``cache=True``),
+unlike a ``ctypes`` function pointer, which would be baked into the code as an address.
+Every wrapper returns what the libc call returns (``-1`` on error; errno is not inspected).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import carray, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .._jit import kernel
+
+_I8P = ir.IntType(8).as_pointer()
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+
+
+def _cast(context, builder, val, ty, to):
+    return context.cast(builder, val, ty, to)
+
+
+@intrinsic
+def _c_write(typingctx, fd, addr, n):
+    if not all(isinstance(t, types.Integer) for t in (fd, addr, n)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I64, [_I32, _I8P, _I64]),
+                                           "write")
+        p = builder.inttoptr(_cast(context, builder, args[1], sig.args[1], types.int64), _I8P)
+        return builder.call(f, [_cast(context, builder, args[0], sig.args[0], types.int32), p,
+                                _cast(context, builder, args[2], sig.args[2], types.int64)])
+
+    return types.int64(fd, addr, n), codegen
+
+
+@intrinsic
+def _c_read(typingctx, fd, addr, n):
+    if not all(isinstance(t, types.Integer) for t in (fd, addr, n)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I64, [_I32, _I8P, _I64]),
+                                           "read")
+        p = builder.inttoptr(_cast(context, builder, args[1], sig.args[1], types.int64), _I8P)
+        return builder.call(f, [_cast(context, builder, args[0], sig.args[0], types.int32), p,
+                                _cast(context, builder, args[2], sig.args[2], types.int64)])
+
+    return types.int64(fd, addr, n), codegen
+
+
+@intrinsic
+def _c_poll1(typingctx, fd, timeout_ms):
+    """poll() on one fd for POLLIN; returns poll's result (1 = readable)."""
+    if not all(isinstance(t, types.Integer) for t in (fd, timeout_ms)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        # struct pollfd { int fd; short events; short revents; }  == { i32, i32 } little-endian
+        pfd = cgutils.alloca_once(builder, ir.IntType(32), size=2)
+        builder.store(_cast(context, builder, args[0], sig.args[0], types.int32), pfd)
+        builder.store(ir.Constant(_I32, 1), builder.gep(pfd, [ir.Constant(_I32, 1)]))  # POLLIN
+        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, [_I8P, _I64, _I32]),
+                                           "poll")
+        r = builder.call(f, [builder.bitcast(pfd, _I8P), ir.Constant(_I64, 1),
+                             _cast(context, builder, args[1], sig.args[1], types.int32)])
+        return builder.sext(r, _I64)
+
+    return types.int64(fd, timeout_ms), codegen
+
+
+@intrinsic
+def _c_sched_yield(typingctx):
+    def codegen(context, builder, sig, args):
+        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, []), "sched_yield")
+        builder.call(f, [])
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@intrinsic
+def _c_usleep(typingctx, us):
+    if not isinstance(us, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, [_I32]), "usleep")
+        builder.call(f, [_cast(context, builder, args[0], sig.args[0], types.uint32)])
+        return context.get_dummy_value()
+
+    return types.none(us), codegen
+
+
+@intrinsic
+def _u64_slot(typingctx):
+    def codegen(context, builder, sig, args):
+        return cgutils.alloca_once(builder, ir.IntType(64), size=1)
+
+    return types.CPointer(types.uint64)(), codegen
+
+
+@kernel(inline="always")
+def eventfd_signal(fd):
+    """Add 1 to an eventfd (wakes a receiver blocked on it).  Returns write()'s result."""
+    buf = carray(_u64_slot(), (1,))
+    buf[0] = 1
+    return _c_write(fd, buf.ctypes.data, 8)
+
+
+@kernel
+def eventfd_drain(fd):
+    """Read and reset an eventfd's counter without blocking (the fd must be O_NONBLOCK)."""
+    buf = carray(_u64_slot(), (1,))
+    buf[0] = 0
+    if _c_read(fd, buf.ctypes.data, 8) == 8:
+        return buf[0]
+    return 0
+
+
+@kernel
+def fd_wait(fd, timeout_ms):
+    """Block until ``fd`` is readable or ``timeout_ms`` passes (-1 = forever); 1 if readable."""
+    return _c_poll1(fd, timeout_ms)
+
+
+@kernel
+def sched_yield():
+    _c_sched_yield()
+
+
+@kernel
+def sleep_us(us):
+    _c_usleep(us)
