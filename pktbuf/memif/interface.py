@@ -24,7 +24,9 @@ Memory ownership follows the protocol: the client creates every region (memfd), 
 eventfd; the server maps the client's regions.  A server maps a region only after checking
 that the memfd really is as large as announced and is sealed against shrinking (it adds the
 seal itself when the memfd allows it) -- otherwise a client could truncate it and crash us with
-SIGBUS.  On disconnect the queues are taken down first (see :mod:`.queue`), then the socket is
+SIGBUS.  DPDK's zero-copy client shares its EAL memory in a memfd that cannot be sealed; a
+server accepts such a region only with ``allow_unsealed=True`` (trusting that client not to
+shrink it).  On disconnect the queues are taken down first (see :mod:`.queue`), then the socket is
 closed, then memory is unmapped.
 """
 from __future__ import annotations
@@ -105,7 +107,7 @@ class Memif:
                  ring_size_log2: int = 10, buffer_size: int = 2048, zero_copy: bool = False,
                  tx_pools=(), reconnect: bool = True, interrupt: bool = False,
                  force_general: bool = False, name: str = "pktbuf", port: int = 0,
-                 connect: bool = True):
+                 connect: bool = True, allow_unsealed: bool = False):
         if role not in ("client", "server"):
             raise InvalidArgument(f"role must be 'client' or 'server', got {role!r}")
         self.role = role
@@ -126,6 +128,7 @@ class Memif:
         self.reconnect = bool(reconnect)
         self.interrupt = bool(interrupt)
         self.force_general = bool(force_general)
+        self.allow_unsealed = bool(allow_unsealed)
         nm = name.encode() if isinstance(name, str) else bytes(name)
         if len(nm) >= P.NAME_SIZE:
             raise InvalidArgument(f"name must be shorter than {P.NAME_SIZE} bytes")
@@ -439,9 +442,11 @@ class Memif:
             if not seals & _F_SEAL_SHRINK:
                 fcntl.fcntl(fd, _F_ADD_SEALS, _F_SEAL_SHRINK)
         except OSError:
-            # not a sealable memfd: the client could truncate it under us (SIGBUS)
-            close_fds([fd])
-            raise ProtocolError(P.R_REGION_MAP, "region is not sealed against shrinking") from None
+            # not a sealable memfd: the client could truncate it under us (SIGBUS).  DPDK's
+            # zero-copy client shares its EAL memory this way; accept only if told to trust it
+            if not self.allow_unsealed:
+                close_fds([fd])
+                raise ProtocolError(P.R_UNSEALED) from None
         if os.fstat(fd).st_size < size:
             close_fds([fd])
             raise ProtocolError(P.R_REGION_SIZE, "memfd shrank")

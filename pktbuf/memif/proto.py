@@ -65,6 +65,7 @@ R_TYPE = "Unknown message type"
 # ours (DPDK does not check these)
 R_REGION_SIZE = "Invalid region size"
 R_REGION_MAP = "Region cannot be mapped"
+R_UNSEALED = "Region not sealed against shrinking"
 R_RING_REGION = "Ring outside its region"
 R_RING_SIZE = "Invalid ring size"
 R_COOKIE = "Wrong ring cookie"
