@@ -144,8 +144,10 @@ class ServerHandshake:
         self.connect: P.Connect | None = None
 
     @staticmethod
-    def hello(name: str = "pktbuf") -> bytes:
-        return P.build_hello(name)
+    def hello(name: str = "pktbuf", n_rx: int = P.MAX_QUEUES, n_tx: int = P.MAX_QUEUES) -> bytes:
+        """HELLO advertising at most ``n_rx`` C2S and ``n_tx`` S2C rings (DPDK always offers
+        255; offering our real counts lets the client create no ring we would refuse)."""
+        return P.build_hello(name, max_c2s_ring=max(n_rx, 1) - 1, max_s2c_ring=max(n_tx, 1) - 1)
 
     def on_message(self, msg, fds) -> list:
         """Returns the reply messages; on ``Connect`` the caller then calls the interface's
@@ -357,7 +359,10 @@ class ControlLoop:
         c = _Conn(s, hs)
         self._conns.append(c)
         try:
-            send_msg(s, hs.hello(self.name))
+            ifs = [i for i in self.ifaces.values() if not i.closed]
+            n_rx = max([i.n_rx for i in ifs] or [1])
+            n_tx = max([i.n_tx for i in ifs] or [1])
+            send_msg(s, hs.hello(self.name, n_rx, n_tx))
         except OSError:
             self._drop(c, None, send=False)
 
