@@ -22,7 +22,7 @@ def payloads(sizes, seed=1):
 
 def make_packet(pool, payload: bytes, seg: int | None = None) -> int:
     """An mbuf (chained when ``seg`` is smaller than the payload) holding ``payload``."""
-    seg = seg or max(1, len(payload))
+    seg = seg or min(max(1, len(payload)), 2048)
     head = pool.alloc()
     head.append_bytes(payload[:seg])
     for off in range(seg, len(payload), seg):

@@ -1,0 +1,230 @@
+"""Interop with the real peer: DPDK 22.11 dpdk-testpmd's net_memif, both roles, both modes.
+
+One testpmd per test class (starting one takes seconds); forwarding is started per test and
+always stopped before anything disconnects (DPDK 22.11 can crash when its peer vanishes
+mid-traffic).  Every testpmd runs under ``timeout`` and is stopped by its PID.
+In CI these tests must run: ``.ci/run`` installs dpdk-dev; without it they fail there.
+"""
+import os
+import struct
+import time
+
+import numpy as np
+import pytest
+
+from pktbuf.memif import Memif
+from pktbuf.memif import testpmd as T
+
+from .helpers import make_packet, payloads, sock_name, wait_for
+
+if not T.available():
+    if os.environ.get("CI"):
+        pytest.fail("dpdk-testpmd is not installed (apt-get install dpdk-dev)", pytrace=False)
+    pytest.skip("dpdk-testpmd is not installed", allow_module_level=True)
+
+SMALL = [60, 64, 65, 128, 512, 1000, 1500, 1514, 2048]
+CHAINED = [2049, 3000, 4000, 9000]          # bigger than one 2048-byte memif buffer
+
+
+def _forward(tp, mode):
+    tp.stop_forwarding()
+    tp.cmd(f"set fwd {mode}")
+    mark = len(tp.log())
+    tp.cmd("start")
+    assert tp.wait_log(r"packet forwarding - ports=", 10, since=mark), tp.log()[-2000:]
+
+
+def _echo(m, pool, pays, segs=None, timeout=20):
+    """Send pays through ``m`` and collect as many echoed packets (bytes) in order."""
+    segs = segs or [None] * len(pays)
+    hs = np.array([make_packet(pool, p, s) for p, s in zip(pays, segs)], np.int32)
+    sent = 0
+    got = []
+    end = time.monotonic() + timeout
+    while len(got) < len(pays) and time.monotonic() < end:
+        if sent < hs.size:
+            sent += m.tx_burst(hs[sent:sent + 32])
+        for h in m.rx_burst(32):
+            x = pool.mbuf(h)
+            got.append(x.tobytes())
+            x.free()
+    if sent < hs.size:
+        pool.free_bulk(hs[sent:])
+    return got
+
+
+def _macswap(p):
+    return p[6:12] + p[0:6] + p[12:]
+
+
+def _check_echo(m, pool, tp, mode="io", n_rounds=40):
+    _forward(tp, mode)
+    try:
+        pays = payloads(SMALL * n_rounds, seed=11) + payloads(CHAINED * 10, seed=12)
+        segs = [None] * (len(SMALL) * n_rounds) + [1024, 1500, 2000, 2048] * 10
+        got = _echo(m, pool, pays, segs)
+        want = pays if mode == "io" else [_macswap(p) for p in pays]
+        assert len(got) == len(want), (len(got), len(want), tp.port_stats())
+        bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+        assert not bad, f"{len(bad)} packets differ, first at {bad[0]}"
+    finally:
+        tp.stop_forwarding()
+
+
+# -- pktbuf client <-> testpmd server ----------------------------------------------------------
+class TestPktbufClient:
+    @pytest.fixture(scope="class")
+    def peer(self, warm):
+        import pktbuf
+        pool = pktbuf.PktmbufPool(8192, name="tp-client")
+        name = sock_name("tpsrv")
+        tp = T.Testpmd("server", name, fwd="io").start()
+        m = None
+        try:
+            assert tp.wait_listening(60), tp.log()[-3000:]
+            m = Memif.client(name, pool=pool, id=0)
+            assert m.wait_connected(30), m.disconnect_reason
+            assert tp.wait_log(r"memif_connect\(\): Connected", 10)
+            yield m, pool, tp
+        finally:
+            tp.stop_forwarding()
+            if m is not None:
+                m.close()
+            assert tp.wait_log(r"Disconnect received: Device closed", 10) or not tp.alive()
+            tp.cleanup()
+            assert not tp.alive()
+            pool.close(force=True)
+
+    def test_connected(self, peer):
+        m, pool, tp = peer
+        assert m.state == "connected"
+        assert m.peer_name.startswith(b"DPDK 22.11")
+
+    def test_echo_io_byte_exact(self, peer):
+        _check_echo(*peer, mode="io")
+
+    def test_echo_macswap(self, peer):
+        _check_echo(*peer, mode="macswap")
+
+    def test_rxonly_counts_every_packet(self, peer):
+        m, pool, tp = peer
+        _forward(tp, "rxonly")
+        try:
+            before = tp.port_stats()["rx_packets"]
+            hs = np.array([make_packet(pool, p) for p in payloads([64] * 1000 + [3000] * 50)],
+                          np.int32)
+            sent = 0
+            end = time.monotonic() + 10
+            while sent < hs.size and time.monotonic() < end:
+                sent += m.tx_burst(hs[sent:])
+            assert sent == hs.size
+            assert wait_for(lambda: tp.port_stats().get("rx_packets", 0) - before == 1050, 10)
+        finally:
+            tp.stop_forwarding()
+
+
+# -- testpmd client <-> pktbuf server ----------------------------------------------------------
+def _server_fixture(zero_copy):
+    import pktbuf
+    pool = pktbuf.PktmbufPool(8192, name="tp-server")
+    name = sock_name("tpcli")
+    m = Memif.server(name, pool=pool, id=0, allow_unsealed=zero_copy)
+    tp = T.Testpmd("client", name, fwd="io",
+                   vdev_extra="zero-copy=yes" if zero_copy else "",
+                   eal_extra=["--single-file-segments"] if zero_copy else []).start()
+    return pool, m, tp
+
+
+class _ServerRole:
+    zero_copy = False
+
+    @pytest.fixture(scope="class")
+    def peer(self, warm):
+        pool, m, tp = _server_fixture(self.zero_copy)
+        try:
+            assert m.wait_connected(60), (m.disconnect_reason, tp.log()[-3000:])
+            assert tp.wait_log(r"memif_connect\(\): Connected", 10)
+            yield m, pool, tp
+        finally:
+            tp.stop_forwarding()
+            tp.close()          # testpmd quits: it just closes the socket
+            assert wait_for(lambda: m.state == "listening", 10)
+            assert m.disconnect_reason == "Peer closed the connection"
+            m.close()
+            tp.cleanup()
+            assert not tp.alive()
+            pool.close(force=True)
+
+    def test_echo_io_byte_exact(self, peer):
+        _check_echo(*peer, mode="io")
+
+    def test_echo_macswap(self, peer):
+        _check_echo(*peer, mode="macswap", n_rounds=10)
+
+    def test_txonly_from_testpmd(self, peer):
+        m, pool, tp = peer
+        _forward(tp, "txonly")
+        got = 0
+        ok = 0
+        try:
+            end = time.monotonic() + 5
+            while got < 20000 and time.monotonic() < end:
+                for h in m.rx_burst(32):
+                    b = pool.mbuf(h).tobytes()
+                    # testpmd txonly: 64-byte IPv4/UDP frames
+                    ok += len(b) == 64 and b[12:14] == b"\x08\x00" and b[23] == 17
+                    got += 1
+                    pool.free_bulk([h])
+        finally:
+            tp.stop_forwarding()
+        time.sleep(0.2)
+        for h in m.rx_burst(1024):      # drain what was in flight
+            pool.free_bulk([h])
+        assert got >= 20000 and ok == got
+
+    def test_rxonly_counts_every_packet(self, peer):
+        m, pool, tp = peer
+        _forward(tp, "rxonly")
+        try:
+            before = tp.port_stats()["rx_packets"]
+            hs = np.array([make_packet(pool, p, 1000) for p in payloads([64] * 500 + [5000] * 20)],
+                          np.int32)
+            sent = 0
+            end = time.monotonic() + 10
+            while sent < hs.size and time.monotonic() < end:
+                sent += m.tx_burst(hs[sent:])
+            assert sent == hs.size
+            assert wait_for(lambda: tp.port_stats().get("rx_packets", 0) - before == 520, 10)
+        finally:
+            tp.stop_forwarding()
+
+
+class TestPktbufServerCopy(_ServerRole):
+    zero_copy = False
+
+
+class TestPktbufServerDpdkZeroCopy(_ServerRole):
+    zero_copy = True
+
+    def test_zero_copy_descriptors_point_into_region_1(self, peer):
+        m, pool, tp = peer
+        assert len(m._regions) >= 2       # region 0: rings, 1..: DPDK's EAL memory
+        _check_echo(m, pool, tp, mode="io", n_rounds=5)
+
+
+def test_unsealed_zero_copy_region_is_refused_by_default(warm):
+    import pktbuf
+    pool = pktbuf.PktmbufPool(1024, name="tp-refuse")
+    name = sock_name("tpzc")
+    m = Memif.server(name, pool=pool)
+    tp = T.Testpmd("client", name, fwd="io", vdev_extra="zero-copy=yes",
+                   eal_extra=["--single-file-segments"]).start()
+    try:
+        assert wait_for(lambda: m.disconnect_reason is not None, 60), tp.log()[-2000:]
+        assert m.disconnect_reason == "Region not sealed against shrinking"
+        assert tp.wait_log(r"Disconnect received: Region not sealed", 10)
+        assert m.state == "listening"
+    finally:
+        tp.cleanup()
+        m.close()
+        pool.close(force=True)
