@@ -47,6 +47,7 @@ from . import datapath as DP
 from . import layout as L
 from . import proto as P
 from .control import ControlLoop, close_fds, make_address
+from .peermem import PeerRegion
 from .proto import ProtocolError
 from .queue import (CFG_WORDS, K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC,
                     K_NONE, K_SERVER_RX, K_SERVER_TX, MemifQueue, P_EQ, P_GENERAL, P_GT, P_LT,
@@ -451,7 +452,7 @@ class Memif:
             close_fds([fd])
             raise ProtocolError(P.R_REGION_SIZE, "memfd shrank")
         try:
-            return Region.attach(fd, size, "memif-peer")
+            return PeerRegion(fd, size, "memif-peer")
         except (OSError, ValueError) as e:
             close_fds([fd])
             raise ProtocolError(P.R_REGION_MAP, str(e)) from None
