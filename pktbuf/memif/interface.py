@@ -375,7 +375,8 @@ class Memif:
                 raise ProtocolError(P.R_COOKIE)
             hdr["head"] = 0
             hdr["tail"] = 0
-            hdr["flags"] = 0 if (c2s or self.interrupt) else L.RING_FLAG_MASK_INT
+            if not c2s:   # the receiver owns MASK_INT: C2S flags are the server's
+                hdr["flags"] = 0 if self.interrupt else L.RING_FLAG_MASK_INT
             q = self.txq[k] if c2s else self.rxq[k]
             if self.zero_copy:
                 kind = K_CLIENT_TX_ZC if c2s else K_CLIENT_RX_ZC

@@ -106,6 +106,11 @@ class TestPktbufClient:
     def test_echo_macswap(self, peer):
         _check_echo(*peer, mode="macswap")
 
+    def test_dpdk_polls_so_we_never_signal(self, peer):
+        m, pool, tp = peer
+        _check_echo(m, pool, tp, mode="io", n_rounds=2)
+        assert m.stats()["kicks"] == 0       # testpmd set MASK_INT on C2S: no eventfd writes
+
     def test_rxonly_counts_every_packet(self, peer):
         m, pool, tp = peer
         _forward(tp, "rxonly")
@@ -225,6 +230,42 @@ def test_unsealed_zero_copy_region_is_refused_by_default(warm):
         assert tp.wait_log(r"Disconnect received: Region not sealed", 10)
         assert m.state == "listening"
     finally:
+        tp.cleanup()
+        m.close()
+        pool.close(force=True)
+
+
+def test_dpdk_sender_wakes_interrupt_mode_server(warm):
+    """pktbuf server in interrupt mode (MASK_INT clear on C2S): DPDK's copy Tx writes the
+    eventfd, and rx_wait sleeps in poll() until it does."""
+    import pktbuf
+    from pktbuf.memif.poll import backoff_new, rx_wait
+    pool = pktbuf.PktmbufPool(4096, name="tp-irq")
+    name = sock_name("tpirq")
+    m = Memif.server(name, pool=pool, interrupt=True)
+    tp = T.Testpmd("client", name, fwd="io").start()
+    try:
+        assert m.wait_connected(60), tp.log()[-2000:]
+        q = m.rx_queue(0)
+        b = backoff_new()
+        while rx_wait(q, b, 0):       # drain anything pending
+            pass
+        assert rx_wait(q, b, 200) == 0            # idle: the wait times out
+        _forward(tp, "txonly")
+        woke = rx_wait(q, b, 10_000)
+        tp.stop_forwarding()
+        assert woke == 1
+        got = 0
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            r = m.rx_burst(256)
+            got += r.size
+            pool.free_bulk(r)
+            if r.size == 0 and got:
+                break
+        assert got > 0
+    finally:
+        tp.stop_forwarding()
         tp.cleanup()
         m.close()
         pool.close(force=True)
