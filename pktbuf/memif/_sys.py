@@ -1,7 +1,7 @@
 """System calls usable from kernels: eventfd signalling, poll, yield and sleep.
 
 Numba cannot call into the OS by itself.  These intrinsics declare the libc functions by name
-(``write``, ``read``, ``poll``, ``sched_yield``, ``usleep``) and call them; the symbols are
+(``write``, ``read``, ``poll``, ``sched_yield``, ``usleep``, ``clock_gettime``) and call them; the symbols are
 resolved when the compiled code is loaded, so the functions stay cacheable (``cache=True``),
 unlike a ``ctypes`` function pointer, which would be baked into the code as an address.
 Every wrapper returns what the libc call returns (``-1`` on error; errno is not inspected).
@@ -103,6 +103,26 @@ def _u64_slot(typingctx):
         return cgutils.alloca_once(builder, ir.IntType(64), size=1)
 
     return types.CPointer(types.uint64)(), codegen
+
+
+@intrinsic
+def _c_now_ns(typingctx):
+    def codegen(context, builder, sig, args):
+        ts = cgutils.alloca_once(builder, _I64, size=2)       # struct timespec
+        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, [_I32, _I8P]),
+                                           "clock_gettime")
+        builder.call(f, [ir.Constant(_I32, 1), builder.bitcast(ts, _I8P)])   # CLOCK_MONOTONIC
+        sec = builder.load(ts)
+        nsec = builder.load(builder.gep(ts, [ir.Constant(_I32, 1)]))
+        return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
+
+    return types.int64(), codegen
+
+
+@kernel
+def now_ns():
+    """CLOCK_MONOTONIC in nanoseconds (same clock as Python's ``time.monotonic_ns()``)."""
+    return _c_now_ns()
 
 
 @kernel(inline="always")

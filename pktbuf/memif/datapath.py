@@ -17,8 +17,7 @@ Copy mode.  A burst works in two passes:
    compiler cannot re-read shared memory), validate it (:mod:`~pktbuf.memif.validate`) and keep
    the checked buffer address and length in the queue's private scratch arrays; count packets
    (complete NEXT chains only) and the mbufs or slots they need;
-2. *copy*: allocate all mbufs of the burst with one ``pktmbuf_alloc_bulk`` (Rx), copy, publish
-   the index once, and (Tx) free every sent mbuf with one run-grouped ``pktmbuf_free_bulk``.
+2. *copy*: allocate the mbufs (Rx), copy, publish the index once, free what was sent (Tx).
 
 The copy pass comes in three loops, compiled separately from one template
 (:func:`_make_rx` / :func:`_make_tx`) and chosen once per queue from the size relation between
@@ -34,7 +33,11 @@ general     packs bytes: ``min(src, dst)`` per copy, any sizes, any chain shapes
 =========== ================================ ==================================
 
 The ``one`` loops copy exactly the descriptor's (segment's) length with no size comparison;
-the relation guarantees it fits.  A server cannot know the buffer sizes its client uses (they
+the relation guarantees it fits.  The fast loops allocate all Rx mbufs of a burst with one
+``pktmbuf_alloc_bulk`` and free all sent mbufs with one run-grouped ``pktmbuf_free_bulk``; the
+general loop keeps DPDK 22.11's shape -- an mbuf allocated when the bytes need one, a free per
+sent packet -- so forcing it gives the A/B baseline of the 2022 fast-path idea (loop shape,
+bulk alloc, bulk free) in one switch.  A server cannot know the buffer sizes its client uses (they
 are not negotiated), so it checks each descriptor against the size it assumed -- in the gather
 pass, where the check is needed anyway -- and a burst with a larger descriptor falls back to
 the general loop (counted in ``st[S_FALLBACK]``).  ``Q_PATH = P_GENERAL`` forces the general
@@ -57,7 +60,7 @@ from .._jit import kernel
 from ..atomics import load_acquire, load_relaxed, store_release
 from ..mbuf.free import pktmbuf_free, pktmbuf_free_bulk
 from ..mbuf.layout import NULL
-from ..mbuf.raw import pktmbuf_alloc_bulk
+from ..mbuf.raw import pktmbuf_alloc, pktmbuf_alloc_bulk
 from ..rawmem import addr_u8, memcpy
 from ._sys import eventfd_signal
 from .layout import (D32_BASE, DESC_FLAG_NEXT, DESC_SIZE, H16_FLAGS, H16_HEAD, H16_TAIL,
@@ -66,7 +69,8 @@ from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC, K_
                     K_SERVER_TX, P_EQ, P_GENERAL, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
                     Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_PATH, Q_POOL, Q_PORT, Q_RING,
                     Q_ZC_REGION, S_BURSTS, S_BYTES, S_DROPS, S_FALLBACK, S_HEAD, S_LAST,
-                    S_NOMBUF, S_PACKETS, S_KICKS, S_UP, queue_enter, queue_fail, queue_leave)
+                    S_NOMBUF, S_PACKETS, S_KICKS, S_UP, bare_domain, bare_queue, queue_enter,
+                    queue_fail, queue_leave, unmanaged)
 from .validate import (V_CHAIN, V_DESC_LENGTH, V_RING_INDEX, desc_address, ring_distance)
 
 __all__ = ["rx_burst", "tx_burst", "rx_refill", "zc_reclaim", "zc_release_all", "link_up"]
@@ -243,8 +247,9 @@ def _make_rx(loop, name):
             if client:
                 rx_refill(q)
             return 0
-        # ---- one bulk allocation for the whole burst
-        if pktmbuf_alloc_bulk(dom, cfg[Q_POOL], lcore, q.scr_mb, nseg) < 0:
+        # ---- fast loops: one bulk allocation for the whole burst
+        pid = cfg[Q_POOL]
+        if LOOP != L_GENERAL and pktmbuf_alloc_bulk(dom, pid, lcore, q.scr_mb, nseg) < 0:
             st[S_NOMBUF] += 1
             if client:
                 rx_refill(q)
@@ -297,23 +302,31 @@ def _make_rx(loop, name):
                     plen += scr_l[d]
                     d += 1
             else:
-                seg = mbs[k]
-                k += 1
+                # DPDK 22.11's loop shape: one mbuf at a time, as the bytes need them
+                h = pktmbuf_alloc(dom, pid, lcore)
+                if h < 0:
+                    st[S_NOMBUF] += 1
+                    npk = p
+                    break
+                seg = h
                 m = mb[seg]
                 dst = np.int64(m.buf_addr) + np.int64(m.data_off)
                 room = cap
                 used = np.int64(0)
                 nb = 1
                 prev = seg
-                while d < end:
+                nomem = False
+                while d < end and not nomem:
                     src = scr_a[d]
                     rem = scr_l[d]
                     plen += rem
                     while rem > 0:
                         if room == 0:
                             mb[prev].data_len = used
-                            seg = mbs[k]
-                            k += 1
+                            seg = pktmbuf_alloc(dom, pid, lcore)
+                            if seg < 0:
+                                nomem = True
+                                break
                             mb[prev].next = seg
                             prev = seg
                             m = mb[seg]
@@ -329,6 +342,12 @@ def _make_rx(loop, name):
                         room -= c
                         used += c
                     d += 1
+                if nomem:       # give back this packet's mbufs; it stays in the ring
+                    mb[h].nb_segs = nb
+                    pktmbuf_free(dom, lcore, h)
+                    st[S_NOMBUF] += 1
+                    npk = p
+                    break
                 mb[prev].data_len = used
             mh = mb[h]
             mh.pkt_len = plen
@@ -337,6 +356,11 @@ def _make_rx(loop, name):
             out[p] = h
             nbytes += plen
         # ---- return the slots, publish once
+        if npk == 0:
+            if client:
+                rx_refill(q)
+            return 0
+        i = scr_e[npk - 1]
         if not client:
             for x in range(i):   # clear flags (DPDK 22.11 quirk 1), then hand them back
                 r16[D16_BASE + 8 * ((last + x) & mask)] = 0
@@ -531,7 +555,11 @@ def _make_tx(loop, name):
         st[S_LAST] = cur
         store_release(r16, H16_HEAD if client else H16_TAIL, cur)
         _kick(q, r16)
-        pktmbuf_free_bulk(dom, lcore, mbufs, p)
+        if LOOP == L_GENERAL:
+            for x in range(p):          # DPDK 22.11: one free per packet
+                pktmbuf_free(dom, lcore, mbufs[x])
+        else:
+            pktmbuf_free_bulk(dom, lcore, mbufs, p)   # one run-grouped bulk free
         st[S_PACKETS] += p
         st[S_BYTES] += nbytes
         return p
@@ -745,6 +773,10 @@ def rx_burst(dom, q, lcore, out, n):
         n = out.size
     if n <= 0 or not queue_enter(q):
         return 0
+    # from here on, arrays without reference counting (see queue.unmanaged)
+    dom = bare_domain(dom)
+    q = bare_queue(q)
+    out = unmanaged(out)
     kind = q.cfg[Q_KIND]
     r = 0
     if kind == K_CLIENT_RX or kind == K_SERVER_RX:
@@ -776,6 +808,9 @@ def tx_burst(dom, q, lcore, mbufs, n):
         n = mbufs.size
     if n <= 0 or not queue_enter(q):
         return 0
+    dom = bare_domain(dom)
+    q = bare_queue(q)
+    mbufs = unmanaged(mbufs)
     kind = q.cfg[Q_KIND]
     r = 0
     if kind == K_CLIENT_TX or kind == K_SERVER_TX:
