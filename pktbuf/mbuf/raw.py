@@ -12,7 +12,6 @@ store on the first cache line, which the allocation writes anyway.  It is what l
 from __future__ import annotations
 
 import numpy as np
-from numba import carray
 
 from .._jit import kernel
 from ..rawmem import stack_i32
@@ -117,7 +116,7 @@ def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
 @kernel
 def mbuf_raw_alloc(dom, pid, lcore):
     """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
-    one = carray(stack_i32(1), (1,))
+    one = stack_i32(1)
     rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
     if rc < 0:
         return np.int64(rc)
@@ -131,7 +130,7 @@ def mbuf_raw_free(dom, lcore, h):
     """``rte_mbuf_raw_free``: return one mbuf that is already in the in-pool state."""
     m = dom.mb[h]
     m.state = ST_FREE
-    one = carray(stack_i32(1), (1,))
+    one = stack_i32(1)
     one[0] = h
     mempool_generic_put(dom, np.int64(m.pool), lcore, one, 0, 1)
 
