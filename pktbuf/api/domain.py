@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import (E_ALREADY, E_BADF, E_FAULT, InvalidArgument, InvalidHandle,
                       check_count, check_handles, raise_for)
 from ..lcore import facade_lcore
+from ..mbuf.dynfield import DynRegistry
 from ..mbuf.layout import MBUF_DTYPE
 from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, CFG_WORDS, MAX_LCORE,
                               MAX_POOLS, POOL_DTYPE, STAT_WORDS, DomainState)
@@ -88,6 +89,7 @@ class Domain:
         self.debug = _DEBUG_DEFAULT if debug is None else debug
         self._args = tuple(self.state)
         self._tls = threading.local()   # per-thread scratch for the free dry run
+        self.dyn = DynRegistry()        # dynamic mbuf fields and flags
 
     # -- configuration ---------------------------------------------------------------------
     @property

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import field_fetch_add
-from ..errors import E_NOMEM
+from ..errors import E_INVAL, E_NOMEM
 from ..mempool.kernels import mempool_generic_put
 from ..rawmem import stack_i32
 from .check import pktmbuf_free_check
@@ -131,6 +131,8 @@ def _staged(dom, lcore, mbufs, start, n):
 @kernel
 def pktmbuf_free_bulk_staged(dom, lcore, mbufs, n):
     """DPDK's array-staged ``rte_pktmbuf_free_bulk``: the reference and the benchmark baseline."""
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     if debug_enabled(dom):
         rc = _debug_free_check(dom, mbufs, n)
         if rc < 0:
@@ -145,7 +147,10 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
 
     Equivalent to DPDK's ``rte_pktmbuf_free_bulk``; see the module docstring for how runs of
     one pool go back to it straight from ``mbufs``.  ``mbufs`` itself is not modified.
+    -EINVAL if ``n`` is outside ``mbufs``.
     """
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     if debug_enabled(dom):
         rc = _debug_free_check(dom, mbufs, n)
         if rc < 0:

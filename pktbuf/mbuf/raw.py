@@ -16,6 +16,7 @@ import numpy as np
 from .._jit import kernel
 from ..rawmem import stack_i32
 from ..mempool.kernels import mempool_generic_get, mempool_generic_put
+from ..errors import E_INVAL
 from ..mempool.layout import CFG_DEBUG
 from .layout import NULL, PORT_INVALID, ST_ALLOC, ST_FREE
 
@@ -138,10 +139,12 @@ def mbuf_raw_free(dom, lcore, h):
 @kernel
 def mbuf_raw_free_bulk(dom, pid, lcore, mbufs, n):
     """``rte_mbuf_raw_free_bulk``: ``n`` direct, reinitialised mbufs of pool ``pid`` (fast free)."""
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     mb = dom.mb
     for i in range(n):
         mb[mbufs[i]].state = ST_FREE
-    mempool_generic_put(dom, pid, lcore, mbufs, 0, n)
+    return mempool_generic_put(dom, pid, lcore, mbufs, 0, n)
 
 
 @kernel

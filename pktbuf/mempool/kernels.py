@@ -78,13 +78,15 @@ def _ring_get(dom, pid, objs, start, n):
 
 @kernel
 def mempool_generic_put(dom, pid, lcore, objs, start, n):
-    """Put ``objs[start:start+n]`` back into pool ``pid``.  Cannot fail.
+    """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0.
 
-    ``lcore`` outside ``[0, MAX_LCORE)`` (e.g. ``LCORE_ANY``) bypasses the cache.  The caller
-    guarantees the objects belong to the pool and are not in it already.
+    Cannot fail for valid arguments (the ring has room for every object of the pool); a range
+    outside ``objs`` returns -EINVAL with nothing done.  ``lcore`` outside ``[0, MAX_LCORE)``
+    (e.g. ``LCORE_ANY``) bypasses the cache.  The caller guarantees the objects belong to the
+    pool and are not in it already.
     """
-    if n <= 0:
-        return
+    if n <= 0 or start < 0 or start + n > objs.size:
+        return 0 if n == 0 else E_INVAL
     size = np.int64(dom.pools[pid].cache_size)
     row = lcore if (lcore >= 0 and lcore < MAX_LCORE) else MAX_LCORE
     _stat_add(dom, pid, row, ST_PUT_BULK, 1)
@@ -93,7 +95,7 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
         _ring_put(dom, pid, objs, start, n)
         _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
         _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, n)
-        return
+        return 0
     slot = _cache_slot(pid, lcore)
     li = slot * _U(CACHE_LINE_WORDS)
     cbase = slot * _U(CACHE_MAX_SIZE)
@@ -106,7 +108,7 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
             _ring_put(dom, pid, objs, start, n)
             _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
             _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, n)
-            return
+            return 0
         # flush the coldest half (the bottom of the stack) and keep the hot top
         _ring_put(dom, pid, cache, cbase, half)
         _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
@@ -119,6 +121,7 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
     for i in range(_U(n)):
         cache[dst + i] = objs[src + i]
     dom.cache_len[li] = clen + n
+    return 0
 
 
 @kernel
@@ -127,9 +130,11 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
 
     Returns 0, or ``E_NOENT`` (-2) with nothing taken when the pool (ring plus this lcore's
     cache) has fewer than ``n``.  Like DPDK, it can fail while other lcores' caches hold objects.
+    A negative ``n`` or a range outside ``objs`` returns -EINVAL (DPDK's unsigned count would
+    wrap to ~4e9 and fail the same way).
     """
-    if n <= 0:
-        return 0
+    if n <= 0 or start < 0 or start + n > objs.size:
+        return 0 if n == 0 else E_INVAL
     size = np.int64(dom.pools[pid].cache_size)
     row = lcore if (lcore >= 0 and lcore < MAX_LCORE) else MAX_LCORE
     if size == 0 or row == MAX_LCORE:
@@ -196,8 +201,9 @@ def mempool_get_bulk(dom, pid, lcore, objs, n):
 
 @kernel
 def mempool_put_bulk(dom, pid, lcore, objs, n):
-    """``rte_mempool_put_bulk``: return ``objs[:n]`` to pool ``pid``; cannot fail."""
-    mempool_generic_put(dom, pid, lcore, objs, 0, n)
+    """``rte_mempool_put_bulk``: return ``objs[:n]`` to pool ``pid``; 0 (-EINVAL if ``n`` is
+    outside ``objs``)."""
+    return mempool_generic_put(dom, pid, lcore, objs, 0, n)
 
 
 @kernel
@@ -213,7 +219,7 @@ def mempool_put(dom, pid, lcore, obj):
     """Return one object."""
     one = stack_i32(1)
     one[0] = obj
-    mempool_generic_put(dom, pid, lcore, one, 0, 1)
+    return mempool_generic_put(dom, pid, lcore, one, 0, 1)
 
 
 @kernel
