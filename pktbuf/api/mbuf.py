@@ -137,6 +137,11 @@ class Mbuf:
             raise SanityCheckError(f"mbuf {self.handle}: data outside its region")
         return reg.array[off:off + n]
 
+    def mtod(self, off: int = 0) -> int:
+        """``rte_pktmbuf_mtod_offset``: the address of data byte ``off`` of this segment."""
+        self._valid()
+        return int(D.pktmbuf_mtod(self._st, self.handle)) + int(off)
+
     @property
     def data(self) -> np.ndarray:
         """This segment's data bytes (``data_len``), writeable."""

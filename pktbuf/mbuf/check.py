@@ -204,7 +204,9 @@ def pktmbuf_free_check(dom, mbufs, n, scratch):
     * ``E_ALREADY``: an mbuf is already in its pool, or the free would drop more references
       on some segment (counting segments reached through chains and the direct mbufs behind
       indirect ones) than it holds -- a double free;
-    * ``E_FAULT``: a packet fails its sanity check (broken chain, lengths, refcnt 0...);
+    * ``E_FAULT``: a segment fails its sanity check (foreign buffer, refcnt 0 or 0xFFFF) or
+      the chain is broken or loops.  Lengths are not checked: they do not matter for a free,
+      and a raw-allocated mbuf legitimately carries stale ones;
     * ``E_NOMEM``: ``scratch`` (int32) is smaller than ``free_check_scratch_size``: the
       reference counting was not done (everything else was checked).
 
@@ -228,13 +230,12 @@ def pktmbuf_free_check(dom, mbufs, n, scratch):
                 return E_FAULT
             if dom.mb[seg].state != ST_ALLOC:
                 return E_ALREADY
+            if _check_seg(dom, seg) != CHK_OK:
+                return E_FAULT
             cnt += 1
             if cnt > MAX_SEGS:
                 return E_FAULT
             seg = np.int64(dom.mb[seg].next)
-        rc = mbuf_check(dom, h, True)
-        if rc != CHK_OK:
-            return E_FAULT
         nseg += cnt
     if scratch.size < 3 * nseg + 2:
         return E_NOMEM

@@ -116,7 +116,7 @@ def _staged(dom, lcore, mbufs, start, n):
             if pktmbuf_prefree_seg(dom, lcore, seg) != NULL:
                 pool = np.int64(mb[seg].pool)
                 if npend == FREE_PENDING_SZ or (npend > 0 and pool != pend_pool):
-                    mempool_generic_put(dom, pend_pool, lcore, pending, 0, npend)
+                    mempool_generic_put(dom, np.int64(pend_pool), np.int64(lcore), pending, np.int64(0), np.int64(npend))
                     npend = 0
                 if npend == 0:
                     pend_pool = pool
@@ -125,7 +125,7 @@ def _staged(dom, lcore, mbufs, start, n):
                 npend += 1
             seg = nxt
     if npend > 0:
-        mempool_generic_put(dom, pend_pool, lcore, pending, 0, npend)
+        mempool_generic_put(dom, np.int64(pend_pool), np.int64(lcore), pending, np.int64(0), np.int64(npend))
 
 
 @kernel
@@ -163,14 +163,14 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         h = np.int64(mbufs[i])
         if h == NULL:
             if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
                 run_len = 0
             continue
         m = mb[h]
         if m.next != NULL:
             # the first chained packet: flush, and let DPDK's staged walk do the rest
             if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
             _staged(dom, lcore, mbufs, i, n)
             return 0
         if m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0:
@@ -181,12 +181,12 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         elif pktmbuf_prefree_seg(dom, lcore, h) == NULL:
             # still referenced elsewhere: not ours to free, and it breaks the run
             if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
                 run_len = 0
             continue
         pool = np.int64(m.pool)
         if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):
-            mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+            mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
             run_len = 0
         if run_len == 0:
             run_start = i
@@ -194,5 +194,5 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         m.state = ST_FREE
         run_len += 1
     if run_len > 0:
-        mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+        mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
     return 0

@@ -87,7 +87,7 @@ def pktmbuf_pool_populate(dom, pid, is_mbuf, objs):
             m.next = NULL
             m.direct = NULL
         objs[k] = h
-    mempool_generic_put(dom, pid, -1, objs, 0, n)
+    mempool_generic_put(dom, np.int64(pid), np.int64(-1), objs, np.int64(0), np.int64(n))
 
 
 @kernel
@@ -105,7 +105,7 @@ def pool_depopulate(dom, pid):
 @kernel
 def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
     """``rte_mbuf_raw_alloc_bulk``: ``n`` mbufs in the in-pool state; 0 or -ENOENT (none taken)."""
-    rc = mempool_generic_get(dom, pid, lcore, mbufs, 0, n)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     mb = dom.mb
@@ -118,7 +118,7 @@ def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
 def mbuf_raw_alloc(dom, pid, lcore):
     """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
     one = stack_i32(1)
-    rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
     if rc < 0:
         return np.int64(rc)
     h = one[0]
@@ -133,7 +133,7 @@ def mbuf_raw_free(dom, lcore, h):
     m.state = ST_FREE
     one = stack_i32(1)
     one[0] = h
-    mempool_generic_put(dom, np.int64(m.pool), lcore, one, 0, 1)
+    mempool_generic_put(dom, np.int64(m.pool), np.int64(lcore), one, np.int64(0), np.int64(1))
 
 
 @kernel
@@ -144,7 +144,7 @@ def mbuf_raw_free_bulk(dom, pid, lcore, mbufs, n):
     mb = dom.mb
     for i in range(n):
         mb[mbufs[i]].state = ST_FREE
-    return mempool_generic_put(dom, pid, lcore, mbufs, 0, n)
+    return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
 
 
 @kernel
@@ -174,7 +174,7 @@ def pktmbuf_reset(dom, h):
 @kernel
 def pktmbuf_alloc_bulk(dom, pid, lcore, mbufs, n):
     """``rte_pktmbuf_alloc_bulk``: ``n`` reset mbufs into ``mbufs[:n]``; 0 or -ENOENT (none taken)."""
-    rc = mempool_generic_get(dom, pid, lcore, mbufs, 0, n)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     headroom = dom.pools[pid].headroom
