@@ -253,13 +253,20 @@ class Mbuf:
 
     # -- references ------------------------------------------------------------------------
     def refcnt_update(self, v: int) -> int:
-        """Add ``v`` to the reference count; the result must stay in [1, 65534]."""
+        """``rte_pktmbuf_refcnt_update``: add ``v`` to the refcnt of every segment.
+
+        Each result must stay in [1, 65534] (``RefcntError`` otherwise, nothing changed).
+        Returns the first segment's new count.
+        """
         self._valid()
         v = int(v)
-        cur = self.refcnt
-        if not 1 <= cur + v <= REFCNT_MAX:
-            raise RefcntError(f"refcnt {cur} + {v} is outside [1, {REFCNT_MAX}]")
-        return int(I.mbuf_refcnt_update(self._st, self.handle, v))
+        for s in self.segments():
+            cur = s.refcnt
+            if not 1 <= cur + v <= REFCNT_MAX:
+                raise RefcntError(f"refcnt of segment {s.handle}: {cur} + {v} is outside "
+                                  f"[1, {REFCNT_MAX}]")
+        I.pktmbuf_refcnt_update(self._st, self.handle, v)
+        return self.refcnt
 
     def clone(self, pool=None, *, lcore: int | None = None) -> "Mbuf":
         """An indirect copy sharing this packet's data, with mbufs from ``pool`` (default: ours)."""

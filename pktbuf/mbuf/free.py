@@ -38,7 +38,7 @@ from .layout import F_NOT_DIRECT, NULL, ST_FREE
 from .raw import debug_enabled, mbuf_raw_free
 
 FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
-DEBUG_SCRATCH = 3 * 1024 + 2   # debug-mode double-free detection covers 1024 segments per call
+DEBUG_SCRATCH = 2048   # debug-mode double-free detection covers 2048 segments per call
 
 
 @kernel

@@ -45,6 +45,7 @@ def pktmbuf_init_obj(dom, pid, h):
     m.nb_segs = 1
     m.next = NULL
     m.direct = NULL
+    m.nb_indirect = 0
     m.port = PORT_INVALID
     m.ol_flags = 0
     m.packet_type = 0
