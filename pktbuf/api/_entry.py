@@ -8,9 +8,12 @@ namedtuple inside compiled code, validates what it is given, and calls the real 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .._jit import kernel
 from ..errors import E_ALREADY, E_BADF, E_NOENT
-from ..mbuf.check import mbuf_check, mbuf_handle_valid, pktmbuf_free_check
+from ..mbuf.check import (free_check_scratch_size, mbuf_check, mbuf_handle_valid,
+                          pktmbuf_free_check)
 from ..mbuf.free import pktmbuf_free_bulk, pktmbuf_free_bulk_staged, pktmbuf_free_seg
 from ..mbuf.layout import NULL, ST_ALLOC, ST_FREE
 from ..mbuf.raw import mbuf_raw_alloc_bulk, pktmbuf_alloc, pktmbuf_alloc_bulk
@@ -34,15 +37,21 @@ def py_alloc(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore):
 
 
 @kernel
-def py_free_bulk(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, staged):
+def py_free_bulk(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, staged, scratch):
     """Validate the whole array first (dry run), then free: all or nothing."""
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    rc = pktmbuf_free_check(dom, mbufs, n)
+    rc = pktmbuf_free_check(dom, mbufs, n, scratch)
     if rc < 0:
         return rc
     if staged:
         return pktmbuf_free_bulk_staged(dom, lcore, mbufs, n)
     return pktmbuf_free_bulk(dom, lcore, mbufs, n)
+
+
+@kernel
+def py_scratch_size(mb, pools, rh, rs, cl, co, st, cfg, mbufs, n):
+    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+    return free_check_scratch_size(dom, mbufs, n)
 
 
 @kernel
@@ -76,7 +85,7 @@ def py_mbuf_check(mb, pools, rh, rs, cl, co, st, cfg, h, is_header):
 @kernel
 def py_get_bulk(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore, out, n):
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    rc = mempool_generic_get(dom, pid, lcore, out, 0, n)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), out, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     for i in range(n):
@@ -105,7 +114,7 @@ def py_put_bulk(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore, objs, n):
                 dom.mb[objs[j]].state = ST_ALLOC
             return E_ALREADY
         dom.mb[h].state = ST_FREE
-    mempool_generic_put(dom, pid, lcore, objs, 0, n)
+    mempool_generic_put(dom, np.int64(pid), np.int64(lcore), objs, np.int64(0), np.int64(n))
     return 0
 
 
@@ -116,9 +125,9 @@ def py_counts(mb, pools, rh, rs, cl, co, st, cfg, pid):
 
 
 @kernel
-def py_audit(mb, pools, rh, rs, cl, co, st, cfg, pid):
+def py_audit(mb, pools, rh, rs, cl, co, st, cfg, pid, seen):
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    return mempool_audit(dom, pid)
+    return mempool_audit(dom, pid, seen)
 
 
 __all__ = [n for n in dir() if n.startswith("py_")] + ["E_NOENT"]

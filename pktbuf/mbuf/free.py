@@ -26,10 +26,10 @@ nothing freed.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray
 
 from .._jit import kernel
 from ..atomics import field_fetch_add
+from ..errors import E_INVAL, E_NOMEM
 from ..mempool.kernels import mempool_generic_put
 from ..rawmem import stack_i32
 from .check import pktmbuf_free_check
@@ -38,6 +38,15 @@ from .layout import F_NOT_DIRECT, NULL, ST_FREE
 from .raw import debug_enabled, mbuf_raw_free
 
 FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
+DEBUG_SCRATCH = 2048   # debug-mode double-free detection covers 2048 segments per call
+
+
+@kernel
+def _debug_free_check(dom, mbufs, n):
+    """The debug-mode dry run; beyond DEBUG_SCRATCH segments only the per-mbuf checks run."""
+    scratch = stack_i32(DEBUG_SCRATCH)
+    rc = pktmbuf_free_check(dom, mbufs, n, scratch)
+    return 0 if rc == E_NOMEM else rc
 
 
 @kernel
@@ -84,9 +93,9 @@ def _free_chain(dom, lcore, h):
 def pktmbuf_free(dom, lcore, h):
     """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed."""
     if debug_enabled(dom):
-        one = carray(stack_i32(1), (1,))
+        one = stack_i32(1)
         one[0] = h
-        rc = pktmbuf_free_check(dom, one, 1)
+        rc = _debug_free_check(dom, one, 1)
         if rc < 0:
             return rc
     _free_chain(dom, lcore, h)
@@ -97,7 +106,7 @@ def pktmbuf_free(dom, lcore, h):
 def _staged(dom, lcore, mbufs, start, n):
     """DPDK's algorithm over ``mbufs[start:n]``: stage survivors in pending[64]."""
     mb = dom.mb
-    pending = carray(stack_i32(FREE_PENDING_SZ), (FREE_PENDING_SZ,))
+    pending = stack_i32(FREE_PENDING_SZ)
     npend = 0
     pend_pool = np.int64(-1)
     for i in range(start, n):
@@ -107,7 +116,7 @@ def _staged(dom, lcore, mbufs, start, n):
             if pktmbuf_prefree_seg(dom, lcore, seg) != NULL:
                 pool = np.int64(mb[seg].pool)
                 if npend == FREE_PENDING_SZ or (npend > 0 and pool != pend_pool):
-                    mempool_generic_put(dom, pend_pool, lcore, pending, 0, npend)
+                    mempool_generic_put(dom, np.int64(pend_pool), np.int64(lcore), pending, np.int64(0), np.int64(npend))
                     npend = 0
                 if npend == 0:
                     pend_pool = pool
@@ -116,14 +125,16 @@ def _staged(dom, lcore, mbufs, start, n):
                 npend += 1
             seg = nxt
     if npend > 0:
-        mempool_generic_put(dom, pend_pool, lcore, pending, 0, npend)
+        mempool_generic_put(dom, np.int64(pend_pool), np.int64(lcore), pending, np.int64(0), np.int64(npend))
 
 
 @kernel
 def pktmbuf_free_bulk_staged(dom, lcore, mbufs, n):
     """DPDK's array-staged ``rte_pktmbuf_free_bulk``: the reference and the benchmark baseline."""
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     if debug_enabled(dom):
-        rc = pktmbuf_free_check(dom, mbufs, n)
+        rc = _debug_free_check(dom, mbufs, n)
         if rc < 0:
             return rc
     _staged(dom, lcore, mbufs, 0, n)
@@ -136,9 +147,12 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
 
     Equivalent to DPDK's ``rte_pktmbuf_free_bulk``; see the module docstring for how runs of
     one pool go back to it straight from ``mbufs``.  ``mbufs`` itself is not modified.
+    -EINVAL if ``n`` is outside ``mbufs``.
     """
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     if debug_enabled(dom):
-        rc = pktmbuf_free_check(dom, mbufs, n)
+        rc = _debug_free_check(dom, mbufs, n)
         if rc < 0:
             return rc
     mb = dom.mb
@@ -149,14 +163,14 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         h = np.int64(mbufs[i])
         if h == NULL:
             if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
                 run_len = 0
             continue
         m = mb[h]
         if m.next != NULL:
             # the first chained packet: flush, and let DPDK's staged walk do the rest
             if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
             _staged(dom, lcore, mbufs, i, n)
             return 0
         if m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0:
@@ -167,12 +181,12 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         elif pktmbuf_prefree_seg(dom, lcore, h) == NULL:
             # still referenced elsewhere: not ours to free, and it breaks the run
             if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
                 run_len = 0
             continue
         pool = np.int64(m.pool)
         if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):
-            mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+            mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
             run_len = 0
         if run_len == 0:
             run_start = i
@@ -180,5 +194,5 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         m.state = ST_FREE
         run_len += 1
     if run_len > 0:
-        mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+        mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
     return 0

@@ -45,6 +45,15 @@ def mbuf_refcnt_update(dom, h, v):
 
 
 @kernel
+def pktmbuf_refcnt_update(dom, h, v):
+    """``rte_pktmbuf_refcnt_update``: add ``v`` to the refcnt of every segment of packet ``h``."""
+    seg = np.int64(h)
+    while seg != NULL:
+        mbuf_refcnt_update(dom, seg, v)
+        seg = np.int64(dom.mb[seg].next)
+
+
+@kernel
 def mbuf_from_indirect(dom, h):
     """The direct mbuf whose buffer ``h`` uses (``h`` itself when ``h`` is direct)."""
     m = dom.mb[h]
@@ -69,6 +78,7 @@ def pktmbuf_attach(dom, mi, m):
     src = mb[m]
     md = mbuf_from_indirect(dom, m)
     mbuf_refcnt_update(dom, md, 1)
+    field_fetch_add(dom.mb, md, "nb_indirect", 1)
     a.priv_size = src.priv_size
     a.buf_addr = src.buf_addr
     a.buf_iova = src.buf_iova
@@ -126,6 +136,7 @@ def pktmbuf_detach(dom, lcore, h):
     m.data_len = 0
     m.ol_flags = 0
     m.direct = NULL
+    field_fetch_add(dom.mb, md, "nb_indirect", -1)
     _free_direct(dom, lcore, md)
 
 

@@ -12,11 +12,11 @@ store on the first cache line, which the allocation writes anyway.  It is what l
 from __future__ import annotations
 
 import numpy as np
-from numba import carray
 
 from .._jit import kernel
 from ..rawmem import stack_i32
 from ..mempool.kernels import mempool_generic_get, mempool_generic_put
+from ..errors import E_INVAL
 from ..mempool.layout import CFG_DEBUG
 from .layout import NULL, PORT_INVALID, ST_ALLOC, ST_FREE
 
@@ -45,6 +45,7 @@ def pktmbuf_init_obj(dom, pid, h):
     m.nb_segs = 1
     m.next = NULL
     m.direct = NULL
+    m.nb_indirect = 0
     m.port = PORT_INVALID
     m.ol_flags = 0
     m.packet_type = 0
@@ -87,7 +88,7 @@ def pktmbuf_pool_populate(dom, pid, is_mbuf, objs):
             m.next = NULL
             m.direct = NULL
         objs[k] = h
-    mempool_generic_put(dom, pid, -1, objs, 0, n)
+    mempool_generic_put(dom, np.int64(pid), np.int64(-1), objs, np.int64(0), np.int64(n))
 
 
 @kernel
@@ -105,7 +106,7 @@ def pool_depopulate(dom, pid):
 @kernel
 def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
     """``rte_mbuf_raw_alloc_bulk``: ``n`` mbufs in the in-pool state; 0 or -ENOENT (none taken)."""
-    rc = mempool_generic_get(dom, pid, lcore, mbufs, 0, n)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     mb = dom.mb
@@ -117,8 +118,8 @@ def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
 @kernel
 def mbuf_raw_alloc(dom, pid, lcore):
     """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
-    one = carray(stack_i32(1), (1,))
-    rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
+    one = stack_i32(1)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
     if rc < 0:
         return np.int64(rc)
     h = one[0]
@@ -131,18 +132,20 @@ def mbuf_raw_free(dom, lcore, h):
     """``rte_mbuf_raw_free``: return one mbuf that is already in the in-pool state."""
     m = dom.mb[h]
     m.state = ST_FREE
-    one = carray(stack_i32(1), (1,))
+    one = stack_i32(1)
     one[0] = h
-    mempool_generic_put(dom, np.int64(m.pool), lcore, one, 0, 1)
+    mempool_generic_put(dom, np.int64(m.pool), np.int64(lcore), one, np.int64(0), np.int64(1))
 
 
 @kernel
 def mbuf_raw_free_bulk(dom, pid, lcore, mbufs, n):
     """``rte_mbuf_raw_free_bulk``: ``n`` direct, reinitialised mbufs of pool ``pid`` (fast free)."""
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     mb = dom.mb
     for i in range(n):
         mb[mbufs[i]].state = ST_FREE
-    mempool_generic_put(dom, pid, lcore, mbufs, 0, n)
+    return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
 
 
 @kernel
@@ -172,7 +175,7 @@ def pktmbuf_reset(dom, h):
 @kernel
 def pktmbuf_alloc_bulk(dom, pid, lcore, mbufs, n):
     """``rte_pktmbuf_alloc_bulk``: ``n`` reset mbufs into ``mbufs[:n]``; 0 or -ENOENT (none taken)."""
-    rc = mempool_generic_get(dom, pid, lcore, mbufs, 0, n)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     headroom = dom.pools[pid].headroom
