@@ -9,7 +9,7 @@ Every wrapper returns what the libc call returns (``-1`` on error; errno is not 
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import carray, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -98,14 +98,6 @@ def _c_usleep(typingctx, us):
 
 
 @intrinsic
-def _u64_slot(typingctx):
-    def codegen(context, builder, sig, args):
-        return cgutils.alloca_once(builder, ir.IntType(64), size=1)
-
-    return types.CPointer(types.uint64)(), codegen
-
-
-@intrinsic
 def _c_now_ns(typingctx):
     def codegen(context, builder, sig, args):
         ts = cgutils.alloca_once(builder, _I64, size=2)       # struct timespec
@@ -125,22 +117,42 @@ def now_ns():
     return _c_now_ns()
 
 
+@intrinsic
+def _eventfd_rw(typingctx, fd, value, is_write):
+    """write(fd, &value, 8) or read(fd, &tmp, 8) through an 8-byte stack slot.
+
+    Returns the value read (read: 0 if nothing was there) or write()'s result."""
+    if not all(isinstance(t, types.Integer) for t in (fd, value)) or \
+            not isinstance(is_write, types.BooleanLiteral):
+        return None
+    writing = is_write.literal_value
+
+    def codegen(context, builder, sig, args):
+        slot = cgutils.alloca_once(builder, _I64, size=1)
+        builder.store(_cast(context, builder, args[1], sig.args[1], types.int64), slot)
+        name = "write" if writing else "read"
+        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I64, [_I32, _I8P, _I64]),
+                                           name)
+        r = builder.call(f, [_cast(context, builder, args[0], sig.args[0], types.int32),
+                             builder.bitcast(slot, _I8P), ir.Constant(_I64, 8)])
+        if writing:
+            return r
+        got = builder.icmp_signed("==", r, ir.Constant(_I64, 8))
+        return builder.select(got, builder.load(slot), ir.Constant(_I64, 0))
+
+    return types.int64(fd, value, is_write), codegen
+
+
 @kernel(inline="always")
 def eventfd_signal(fd):
     """Add 1 to an eventfd (wakes a receiver blocked on it).  Returns write()'s result."""
-    buf = carray(_u64_slot(), (1,))
-    buf[0] = 1
-    return _c_write(fd, buf.ctypes.data, 8)
+    return _eventfd_rw(fd, 1, True)
 
 
 @kernel
 def eventfd_drain(fd):
     """Read and reset an eventfd's counter without blocking (the fd must be O_NONBLOCK)."""
-    buf = carray(_u64_slot(), (1,))
-    buf[0] = 0
-    if _c_read(fd, buf.ctypes.data, 8) == 8:
-        return buf[0]
-    return 0
+    return _eventfd_rw(fd, 0, False)
 
 
 @kernel

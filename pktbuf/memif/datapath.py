@@ -69,8 +69,7 @@ from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC, K_
                     K_SERVER_TX, P_EQ, P_GENERAL, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
                     Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_PATH, Q_POOL, Q_PORT, Q_RING,
                     Q_ZC_REGION, S_BURSTS, S_BYTES, S_DROPS, S_FALLBACK, S_HEAD, S_LAST,
-                    S_NOMBUF, S_PACKETS, S_KICKS, S_UP, bare_domain, bare_queue, queue_enter,
-                    queue_fail, queue_leave, unmanaged)
+                    S_NOMBUF, S_PACKETS, S_KICKS, S_UP, queue_enter, queue_fail, queue_leave)
 from .validate import (V_CHAIN, V_DESC_LENGTH, V_RING_INDEX, desc_address, ring_distance)
 
 __all__ = ["rx_burst", "tx_burst", "rx_refill", "zc_reclaim", "zc_release_all", "link_up"]
@@ -362,8 +361,12 @@ def _make_rx(loop, name):
             return 0
         i = scr_e[npk - 1]
         if not client:
-            for x in range(i):   # clear flags (DPDK 22.11 quirk 1), then hand them back
-                r16[D16_BASE + 8 * ((last + x) & mask)] = 0
+            # clear flags (DPDK 22.11 quirk 1) before handing the slots back; only where set,
+            # so the common single-buffer packet costs no write to the sender's cache line
+            for x in range(i):
+                fi = D16_BASE + 8 * ((last + x) & mask)
+                if r16[fi] != 0:
+                    r16[fi] = 0
         last = (last + i) & 0xFFFF
         st[S_LAST] = last
         if client:
@@ -773,10 +776,6 @@ def rx_burst(dom, q, lcore, out, n):
         n = out.size
     if n <= 0 or not queue_enter(q):
         return 0
-    # from here on, arrays without reference counting (see queue.unmanaged)
-    dom = bare_domain(dom)
-    q = bare_queue(q)
-    out = unmanaged(out)
     kind = q.cfg[Q_KIND]
     r = 0
     if kind == K_CLIENT_RX or kind == K_SERVER_RX:
@@ -808,9 +807,6 @@ def tx_burst(dom, q, lcore, mbufs, n):
         n = mbufs.size
     if n <= 0 or not queue_enter(q):
         return 0
-    dom = bare_domain(dom)
-    q = bare_queue(q)
-    mbufs = unmanaged(mbufs)
     kind = q.cfg[Q_KIND]
     r = 0
     if kind == K_CLIENT_TX or kind == K_SERVER_TX:

@@ -30,11 +30,10 @@ import numpy as np
 from .._jit import kernel
 from ..mbuf.free import pktmbuf_free_bulk
 from ..mbuf.raw import pktmbuf_alloc_bulk
-from ..rawmem import addr_u8, memcpy
+from ..rawmem import addr_u8, memcpy, stack_i32
 from ._sys import now_ns
 from .datapath import rx_burst, tx_burst
 from .poll import backoff_idle, backoff_new, backoff_reset
-from .queue import bare_domain, bare_queue
 
 BURST = 32
 
@@ -102,10 +101,7 @@ def forward_loop(dom, lcore, rx0, tx0, rx1, tx1, l2fwd, deadline_ns, stats, boff
     rx1 -> tx0 with l2fwd's MAC rewrite.  Packets the Tx ring does not take are freed and
     counted as drops (a forwarder must not hold them).
     """
-    # unmanaged views: no NRT reference counting on every call below (see queue.unmanaged)
-    dom = bare_domain(dom)
-    rx0, tx0, rx1, tx1 = bare_queue(rx0), bare_queue(tx0), bare_queue(rx1), bare_queue(tx1)
-    pk = np.empty(BURST, np.int32)
+    pk = stack_i32(32)
     mb = dom.mb
     while now_ns() < deadline_ns:
         work = 0
@@ -145,10 +141,8 @@ def traffic_loop(dom, pid, lcore, txq, rxq, frame, expect_dst, expect_src, deadl
     Every received frame's MACs are checked against ``expect_dst``/``expect_src`` (6-byte
     arrays); mismatches count in ``stats[F_BAD]``.
     """
-    dom = bare_domain(dom)
-    txq, rxq = bare_queue(txq), bare_queue(rxq)
-    tx = np.empty(BURST, np.int32)
-    rx = np.empty(BURST, np.int32)
+    tx = stack_i32(32)
+    rx = stack_i32(32)
     mb = dom.mb
     flen = frame.size
     src = frame.ctypes.data

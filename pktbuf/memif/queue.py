@@ -23,12 +23,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from numba.core import cgutils
-from numba.extending import intrinsic
-
 from .._jit import kernel
 from ..atomics import exchange, fetch_add, load_acquire
-from ..mempool.layout import DomainState
 from ._sys import sleep_us
 from .proto import MAX_LOG2_RING_SIZE, MAX_REGIONS
 
@@ -117,44 +113,6 @@ def queue_alloc() -> MemifQueue:
     )
     q.cfg[Q_EVENTFD] = -1
     return q
-
-
-@intrinsic
-def unmanaged(typingctx, arr):
-    """The same array without its NRT meminfo: Numba then skips reference counting on it.
-
-    Numba increments and decrements an array's (atomic) reference count at every function
-    boundary and many assignments; on a burst that passes a domain (8 arrays) and a queue (9)
-    through a few calls that was ~100 atomic operations, most of an empty burst's cost
-    (measured: empty rx_burst 700 ns -> 200 ns).  The view must not outlive the array it
-    was taken from: the bursts use it only while their caller holds the original.
-    """
-    def codegen(context, builder, sig, args):
-        src = context.make_array(sig.args[0])(context, builder, args[0])
-        dst = context.make_array(sig.return_type)(context, builder)
-        for name in ("nitems", "itemsize", "data", "shape", "strides"):
-            setattr(dst, name, getattr(src, name))
-        dst.meminfo = cgutils.get_null_value(dst.meminfo.type)
-        dst.parent = cgutils.get_null_value(dst.parent.type)
-        return dst._getvalue()
-
-    return arr(arr), codegen
-
-
-@kernel(inline="always")
-def bare_queue(q):
-    """``q`` with unmanaged arrays (see :func:`unmanaged`), for use inside one burst."""
-    return MemifQueue(unmanaged(q.cfg), unmanaged(q.st), unmanaged(q.regions), unmanaged(q.slots),
-                      unmanaged(q.scr_addr), unmanaged(q.scr_len), unmanaged(q.scr_end),
-                      unmanaged(q.scr_mb), unmanaged(q.pool_region))
-
-
-@kernel(inline="always")
-def bare_domain(dom):
-    """``dom`` with unmanaged arrays, for use inside one burst."""
-    return DomainState(unmanaged(dom.mb), unmanaged(dom.pools), unmanaged(dom.ring_hdr),
-                       unmanaged(dom.ring_slots), unmanaged(dom.cache_len),
-                       unmanaged(dom.cache_objs), unmanaged(dom.stats), unmanaged(dom.cfg))
 
 
 @kernel(inline="always")
