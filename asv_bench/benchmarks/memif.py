@@ -1,0 +1,102 @@
+"""memif: copy-path costs (loopback, one thread), fast vs general and zero-copy vs copy ratios,
+and pps between two pktbuf processes (one way, round trip) next to testpmd <-> testpmd.
+
+The loopback loop runs inside jitted code (alloc+fill a burst of 32, tx_burst on the client
+queue, rx_burst on the server queue, free) and is compiled in ``setup``.  Ratios are measured
+interleaved in one run (``track_``, medians).  Two-process figures spawn processes and take a
+few seconds each.  ``pktbuf bench memif`` prints all of them as one table.
+"""
+from pktbuf.bench.memif import (RELATIONS, Loopback, loopback_ratio, loopback_zc_ratio,
+                                testpmd_pair, two_process, warm)
+
+
+class MemifLoopback:
+    """ns per packet through client Tx -> server Rx in one thread, per path and size."""
+    params = ([64, 1500], ["eq", "lt", "gt", "general"])
+    param_names = ["size", "path"]
+    timeout = 120
+
+    def setup(self, size, path):
+        bs = RELATIONS.get(path, 2048)
+        self.lo = Loopback(bs, force_general=(path == "general"))
+        self.lo.run(size, 10)
+
+    def teardown(self, size, path):
+        self.lo.close()
+
+    def time_1000_bursts(self, size, path):
+        self.lo.run(size, 1000)
+
+    def track_ns_per_packet(self, size, path):
+        return self.lo.ns_per_packet(size, 2000, repeat=5)
+
+    track_ns_per_packet.unit = "ns"
+
+
+class MemifFastOverGeneral:
+    """general / fast ns per packet, same run (target: >= 1.2 for equal sizes, 'eq')."""
+    params = ([64, 1500], ["eq", "lt", "gt"])
+    param_names = ["size", "relation"]
+    timeout = 180
+
+    def setup(self, size, relation):
+        Loopback().close()     # compile before timing
+
+    def track_ratio(self, size, relation):
+        return loopback_ratio(size, relation, repeat=5, iters=2000)["ratio"]
+
+    track_ratio.unit = "ratio"
+
+
+class MemifZeroCopy:
+    """copy / zero-copy ns per packet for the client's Tx (> 1: zero-copy is cheaper)."""
+    params = [64, 1500]
+    param_names = ["size"]
+    timeout = 180
+
+    def setup(self, size):
+        Loopback(zero_copy=True).close()
+
+    def track_copy_over_zc(self, size):
+        return loopback_zc_ratio(size, repeat=5, iters=2000)["ratio"]
+
+    track_copy_over_zc.unit = "ratio"
+
+
+class MemifTwoProcess:
+    """Mpps received between two pktbuf processes (client CPU 0, server CPU 1)."""
+    params = (["oneway", "roundtrip"], [64, 1500], ["fast", "general", "zero-copy"])
+    param_names = ["case", "size", "mode"]
+    timeout = 300
+    number = 1
+    repeat = 1
+
+    def setup(self, case, size, mode):
+        if mode != "fast" and (case != "oneway" or size != 64):
+            raise NotImplementedError("general / zero-copy are measured one way at 64 B")
+        warm()
+
+    def track_mpps(self, case, size, mode):
+        return two_process(case, size, 2.0, general=(mode == "general"), zc=(mode == "zero-copy"))
+
+    track_mpps.unit = "Mpps"
+
+
+class MemifVsTestpmd:
+    """pktbuf -> pktbuf one way / testpmd -> testpmd one way, same run (target: >= 1 at 64 B)."""
+    params = [64, 1500]
+    param_names = ["size"]
+    timeout = 300
+    number = 1
+    repeat = 1
+
+    def setup(self, size):
+        warm()
+
+    def track_pktbuf_over_testpmd(self, size):
+        tp = testpmd_pair(size, 3.0)
+        if not tp:
+            raise NotImplementedError("dpdk-testpmd not available")
+        return two_process("oneway", size, 3.0) / tp
+
+    track_pktbuf_over_testpmd.unit = "ratio"
