@@ -28,11 +28,11 @@ import numpy as np
 
 from .._jit import kernel
 from ..mbuf.free import pktmbuf_free_bulk
-from ..mbuf.raw import pktmbuf_alloc_bulk
 from ..memif._sys import now_ns
 from ..memif.datapath import rx_burst, tx_burst
+from ..memif.demo import alloc_fill
 from ..memif.poll import backoff_idle, backoff_new, backoff_reset
-from ..rawmem import memcpy, stack_i32
+from ..rawmem import stack_i32
 
 BURST = 32
 S_RX, S_TX, S_FULL = 0, 1, 2
@@ -48,18 +48,10 @@ def loopback_loop(dom, pid, lcore, txq, rxq, frame, iters):
     the packets received (the caller divides the time by it)."""
     tx = stack_i32(32)
     rx = stack_i32(32)
-    mb = dom.mb
-    flen = frame.size
-    src = frame.ctypes.data
     got = 0
     for _ in range(iters):
-        if pktmbuf_alloc_bulk(dom, pid, lcore, tx, BURST) != 0:
+        if alloc_fill(dom, pid, lcore, tx, BURST, frame) != 0:
             return -1
-        for i in range(BURST):
-            m = mb[tx[i]]
-            memcpy(np.int64(m.buf_addr) + np.int64(m.data_off), src, flen)
-            m.data_len = flen
-            m.pkt_len = flen
         k = tx_burst(dom, txq, lcore, tx, BURST)
         if k < BURST:
             pktmbuf_free_bulk(dom, lcore, tx[k:], BURST - k)
@@ -73,20 +65,12 @@ def loopback_loop(dom, pid, lcore, txq, rxq, frame, iters):
 def sender_loop(dom, pid, lcore, txq, frame, deadline_ns, stats, boff):
     """Generate ``frame`` copies into ``txq`` as fast as the ring takes them."""
     tx = stack_i32(32)
-    mb = dom.mb
-    flen = frame.size
-    src = frame.ctypes.data
     have = 0                      # filled mbufs kept over from a burst the ring did not take
     while now_ns() < deadline_ns:
         if have == 0:
-            if pktmbuf_alloc_bulk(dom, pid, lcore, tx, BURST) != 0:
+            if alloc_fill(dom, pid, lcore, tx, BURST, frame) != 0:
                 backoff_idle(boff)
                 continue
-            for i in range(BURST):
-                m = mb[tx[i]]
-                memcpy(np.int64(m.buf_addr) + np.int64(m.data_off), src, flen)
-                m.data_len = flen
-                m.pkt_len = flen
             have = BURST
         off = BURST - have
         k = tx_burst(dom, txq, lcore, tx[off:], have)
@@ -137,17 +121,9 @@ def pingpong_loop(dom, pid, lcore, txq, rxq, frame, window, deadline_ns, stats, 
     """Round trip: keep ``window`` packets in flight, count the ones that come back."""
     tx = stack_i32(32)
     rx = stack_i32(32)
-    mb = dom.mb
-    flen = frame.size
-    src = frame.ctypes.data
     inflight = 0
     while now_ns() < deadline_ns:
-        if inflight + BURST <= window and pktmbuf_alloc_bulk(dom, pid, lcore, tx, BURST) == 0:
-            for i in range(BURST):
-                m = mb[tx[i]]
-                memcpy(np.int64(m.buf_addr) + np.int64(m.data_off), src, flen)
-                m.data_len = flen
-                m.pkt_len = flen
+        if inflight + BURST <= window and alloc_fill(dom, pid, lcore, tx, BURST, frame) == 0:
             k = tx_burst(dom, txq, lcore, tx, BURST)
             if k < BURST:
                 pktmbuf_free_bulk(dom, lcore, tx[k:], BURST - k)

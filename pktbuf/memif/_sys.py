@@ -25,36 +25,6 @@ def _cast(context, builder, val, ty, to):
 
 
 @intrinsic
-def _c_write(typingctx, fd, addr, n):
-    if not all(isinstance(t, types.Integer) for t in (fd, addr, n)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I64, [_I32, _I8P, _I64]),
-                                           "write")
-        p = builder.inttoptr(_cast(context, builder, args[1], sig.args[1], types.int64), _I8P)
-        return builder.call(f, [_cast(context, builder, args[0], sig.args[0], types.int32), p,
-                                _cast(context, builder, args[2], sig.args[2], types.int64)])
-
-    return types.int64(fd, addr, n), codegen
-
-
-@intrinsic
-def _c_read(typingctx, fd, addr, n):
-    if not all(isinstance(t, types.Integer) for t in (fd, addr, n)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I64, [_I32, _I8P, _I64]),
-                                           "read")
-        p = builder.inttoptr(_cast(context, builder, args[1], sig.args[1], types.int64), _I8P)
-        return builder.call(f, [_cast(context, builder, args[0], sig.args[0], types.int32), p,
-                                _cast(context, builder, args[2], sig.args[2], types.int64)])
-
-    return types.int64(fd, addr, n), codegen
-
-
-@intrinsic
 def _c_poll1(typingctx, fd, timeout_ms):
     """poll() on one fd for POLLIN; returns poll's result (1 = readable)."""
     if not all(isinstance(t, types.Integer) for t in (fd, timeout_ms)):

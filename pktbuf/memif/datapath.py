@@ -172,6 +172,50 @@ def _rx_zc_refill(dom, q, lcore):
     return cnt
 
 
+@kernel(inline="always")
+def _rx_window(q, r16, client):
+    """(our cursor, slots the peer has filled, the most it may have filled) of an Rx ring.
+
+    Client: the server's ``tail`` may be at most our refilled ``head`` ahead of our cursor;
+    server: the client's ``head`` at most one ring ahead.  The caller fails the queue when
+    ``avail > limit``."""
+    last = q.st[S_LAST]
+    if client:
+        peer = np.int64(load_acquire(r16, H16_TAIL))
+        limit = ring_distance(q.st[S_HEAD], last)
+    else:
+        peer = np.int64(load_acquire(r16, H16_HEAD))
+        limit = q.cfg[Q_N]
+    return last, peer, ring_distance(peer, last), limit
+
+
+@kernel(inline="always")
+def _finish_packet(mb, h, plen, nb, port):
+    m = mb[h]
+    m.pkt_len = plen
+    m.nb_segs = nb
+    m.port = port
+
+
+@kernel(inline="always")
+def _tx_publish(q, r16, head_side, cur, j, p, n, nbytes):
+    """Account a Tx burst of ``p`` packets in ``j`` slots and publish them (one release store
+    of our index, then the eventfd if the receiver asked for it).  Returns the new cursor."""
+    st = q.st
+    st[S_BURSTS] += 1
+    if p < n:
+        st[S_DROPS] += n - p
+    if p == 0:
+        return cur
+    cur = (cur + j) & 0xFFFF
+    st[S_LAST] = cur
+    store_release(r16, H16_HEAD if head_side else H16_TAIL, cur)
+    _kick(q, r16)
+    st[S_PACKETS] += p
+    st[S_BYTES] += nbytes
+    return cur
+
+
 def _make_rx(loop, name):
     """Compile one copy-mode Rx kernel whose copy loop has the shape ``loop`` (L_*)."""
     LOOP = loop
@@ -184,14 +228,7 @@ def _make_rx(loop, name):
         nring = cfg[Q_N]
         mask = cfg[Q_MASK]
         client = cfg[Q_KIND] == K_CLIENT_RX
-        last = st[S_LAST]
-        if client:
-            peer = np.int64(load_acquire(r16, H16_TAIL))
-            limit = ring_distance(st[S_HEAD], last)
-        else:
-            peer = np.int64(load_acquire(r16, H16_HEAD))
-            limit = nring
-        avail = ring_distance(peer, last)
+        last, peer, avail, limit = _rx_window(q, r16, client)
         if avail > limit:
             return queue_fail(q, V_RING_INDEX, peer)
         cap = cfg[Q_MBUF_CAP]
@@ -366,10 +403,7 @@ def _make_rx(loop, name):
                     npk = p
                     break
                 mb[prev].data_len = used
-            mh = mb[h]
-            mh.pkt_len = plen
-            mh.nb_segs = nb
-            mh.port = port
+            _finish_packet(mb, h, plen, nb, port)
             out[p] = h
             nbytes += plen
         # ---- return the slots, publish once
@@ -569,22 +603,14 @@ def _make_tx(loop, name):
             p += 1
         if not client:
             _tx_unwind(q, r32, cur, j, got)
-        st[S_BURSTS] += 1
-        if p < n:
-            st[S_DROPS] += n - p
+        _tx_publish(q, r16, client, cur, j, p, n, nbytes)
         if p == 0:
             return 0
-        cur = (cur + j) & 0xFFFF
-        st[S_LAST] = cur
-        store_release(r16, H16_HEAD if client else H16_TAIL, cur)
-        _kick(q, r16)
         if LOOP == L_GENERAL:
             for x in range(p):          # DPDK 22.11: one free per packet
                 pktmbuf_free(dom, lcore, mbufs[x])
         else:
             pktmbuf_free_bulk(dom, lcore, mbufs, p)   # one run-grouped bulk free
-        st[S_PACKETS] += p
-        st[S_BYTES] += nbytes
         return p
 
     tx.__name__ = tx.__qualname__ = f"memif_tx_copy_{name}"
@@ -672,17 +698,7 @@ def _tx_zc(dom, q, lcore, mbufs, n):
             seg = nxt
         nbytes += np.int64(mb[h].pkt_len)
         p += 1
-    st[S_BURSTS] += 1
-    if p < n:
-        st[S_DROPS] += n - p
-    if p == 0:
-        return 0
-    cur = (cur + j) & 0xFFFF
-    st[S_LAST] = cur
-    store_release(r16, H16_HEAD, cur)
-    _kick(q, r16)
-    st[S_PACKETS] += p
-    st[S_BYTES] += nbytes
+    _tx_publish(q, r16, True, cur, j, p, n, nbytes)
     return p
 
 
@@ -694,10 +710,7 @@ def _rx_zc(dom, q, lcore, out, n):
     r32 = r16.view(np.uint32)
     mask = cfg[Q_MASK]
     nring = cfg[Q_N]
-    last = st[S_LAST]
-    tail = np.int64(load_acquire(r16, H16_TAIL))
-    limit = ring_distance(st[S_HEAD], last)
-    avail = ring_distance(tail, last)
+    last, tail, avail, limit = _rx_window(q, r16, True)
     if avail > limit:
         return queue_fail(q, V_RING_INDEX, tail)
     cap = cfg[Q_MBUF_CAP]
@@ -751,10 +764,7 @@ def _rx_zc(dom, q, lcore, out, n):
             nb += 1
             plen += scr_l[d]
             d += 1
-        mh = mb[h]
-        mh.pkt_len = plen
-        mh.nb_segs = nb
-        mh.port = port
+        _finish_packet(mb, h, plen, nb, port)
         out[p] = h
         nbytes += plen
     st[S_LAST] = (last + i) & 0xFFFF

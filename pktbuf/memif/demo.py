@@ -71,6 +71,24 @@ def udp_frame(size: int, src_mac: bytes, dst_mac: bytes) -> np.ndarray:
 
 
 @kernel(inline="always")
+def alloc_fill(dom, pid, lcore, pkts, n, frame):
+    """Allocate ``n`` mbufs into ``pkts`` and copy ``frame`` into each (a traffic generator's
+    inner step).  0, or -ENOENT with nothing allocated."""
+    rc = pktmbuf_alloc_bulk(dom, pid, lcore, pkts, n)
+    if rc != 0:
+        return rc
+    mb = dom.mb
+    flen = frame.size
+    src = frame.ctypes.data
+    for i in range(n):
+        m = mb[pkts[i]]
+        memcpy(np.int64(m.buf_addr) + np.int64(m.data_off), src, flen)
+        m.data_len = flen
+        m.pkt_len = flen
+    return 0
+
+
+@kernel(inline="always")
 def _macswap(dom, h):
     m = dom.mb[h]
     p = addr_u8(np.int64(m.buf_addr) + np.int64(m.data_off), 12)
@@ -144,16 +162,9 @@ def traffic_loop(dom, pid, lcore, txq, rxq, frame, expect_dst, expect_src, deadl
     tx = stack_i32(32)
     rx = stack_i32(32)
     mb = dom.mb
-    flen = frame.size
-    src = frame.ctypes.data
     while now_ns() < deadline_ns:
         k = 0
-        if pktmbuf_alloc_bulk(dom, pid, lcore, tx, BURST) == 0:
-            for i in range(BURST):
-                m = mb[tx[i]]
-                memcpy(np.int64(m.buf_addr) + np.int64(m.data_off), src, flen)
-                m.data_len = flen
-                m.pkt_len = flen
+        if alloc_fill(dom, pid, lcore, tx, BURST, frame) == 0:
             k = tx_burst(dom, txq, lcore, tx, BURST)
             if k < BURST:
                 pktmbuf_free_bulk(dom, lcore, tx[k:], BURST - k)

@@ -15,7 +15,7 @@ import pytest
 from pktbuf.memif import Memif
 from pktbuf.memif import testpmd as T
 
-from .helpers import make_packet, payloads, sock_name, wait_for
+from .helpers import exchange, make_packet, payloads, sock_name, wait_for
 
 if not T.available():
     if os.environ.get("CI"):
@@ -36,21 +36,25 @@ def _forward(tp, mode):
 
 def _echo(m, pool, pays, segs=None, timeout=20):
     """Send pays through ``m`` and collect as many echoed packets (bytes) in order."""
-    segs = segs or [None] * len(pays)
-    hs = np.array([make_packet(pool, p, s) for p, s in zip(pays, segs)], np.int32)
-    sent = 0
-    got = []
-    end = time.monotonic() + timeout
-    while len(got) < len(pays) and time.monotonic() < end:
-        if sent < hs.size:
-            sent += m.tx_burst(hs[sent:sent + 32])
-        for h in m.rx_burst(32):
-            x = pool.mbuf(h)
-            got.append(x.tobytes())
-            x.free()
-    if sent < hs.size:
-        pool.free_bulk(hs[sent:])
-    return got
+    got, _ = exchange(m, m, pool, pays, segs, timeout)
+    return [g[0] for g in got]
+
+
+def _rxonly_counts(m, pool, tp, sizes, seg=None):
+    """Send packets of ``sizes`` to testpmd in rxonly mode: its RX-packets grows by exactly
+    as many."""
+    _forward(tp, "rxonly")
+    try:
+        before = tp.port_stats()["rx_packets"]
+        hs = np.array([make_packet(pool, p, seg) for p in payloads(sizes)], np.int32)
+        sent = 0
+        end = time.monotonic() + 10
+        while sent < hs.size and time.monotonic() < end:
+            sent += m.tx_burst(hs[sent:])
+        assert sent == hs.size
+        assert wait_for(lambda: tp.port_stats().get("rx_packets", 0) - before == len(sizes), 10)
+    finally:
+        tp.stop_forwarding()
 
 
 def _macswap(p):
@@ -112,20 +116,7 @@ class TestPktbufClient:
         assert m.stats()["kicks"] == 0       # testpmd set MASK_INT on C2S: no eventfd writes
 
     def test_rxonly_counts_every_packet(self, peer):
-        m, pool, tp = peer
-        _forward(tp, "rxonly")
-        try:
-            before = tp.port_stats()["rx_packets"]
-            hs = np.array([make_packet(pool, p) for p in payloads([64] * 1000 + [3000] * 50)],
-                          np.int32)
-            sent = 0
-            end = time.monotonic() + 10
-            while sent < hs.size and time.monotonic() < end:
-                sent += m.tx_burst(hs[sent:])
-            assert sent == hs.size
-            assert wait_for(lambda: tp.port_stats().get("rx_packets", 0) - before == 1050, 10)
-        finally:
-            tp.stop_forwarding()
+        _rxonly_counts(*peer, [64] * 1000 + [3000] * 50)
 
 
 # -- testpmd client <-> pktbuf server ----------------------------------------------------------
@@ -188,20 +179,7 @@ class _ServerRole:
         assert got >= 20000 and ok == got
 
     def test_rxonly_counts_every_packet(self, peer):
-        m, pool, tp = peer
-        _forward(tp, "rxonly")
-        try:
-            before = tp.port_stats()["rx_packets"]
-            hs = np.array([make_packet(pool, p, 1000) for p in payloads([64] * 500 + [5000] * 20)],
-                          np.int32)
-            sent = 0
-            end = time.monotonic() + 10
-            while sent < hs.size and time.monotonic() < end:
-                sent += m.tx_burst(hs[sent:])
-            assert sent == hs.size
-            assert wait_for(lambda: tp.port_stats().get("rx_packets", 0) - before == 520, 10)
-        finally:
-            tp.stop_forwarding()
+        _rxonly_counts(*peer, [64] * 500 + [5000] * 20, seg=1000)
 
 
 class TestPktbufServerCopy(_ServerRole):
