@@ -356,8 +356,8 @@ def warm() -> None:
     echo_loop(pool.domain.state, 0, q, q, 0, st, backoff_new())
     pingpong_loop(pool.domain.state, pool.id, 0, q, q, fr, 64, 0, st, backoff_new())
     pool.close()
-    lo = Loopback()
-    lo.close()
+    Loopback().close()
+    Loopback(zero_copy=True).close()
 
 
 def two_process(case: str, size: int = 64, seconds: float = 3.0, bsize: int = 2048,
