@@ -63,26 +63,22 @@ def loopback_loop(dom, pid, lcore, txq, rxq, frame, iters):
 
 @kernel
 def sender_loop(dom, pid, lcore, txq, frame, deadline_ns, stats, boff):
-    """Generate ``frame`` copies into ``txq`` as fast as the ring takes them."""
+    """Generate ``frame`` copies into ``txq``; what the ring does not take is dropped (freed
+    and counted), as testpmd's txonly does -- a generator never waits on a full ring."""
     tx = stack_i32(32)
-    have = 0                      # filled mbufs kept over from a burst the ring did not take
     while now_ns() < deadline_ns:
-        if have == 0:
-            if alloc_fill(dom, pid, lcore, tx, BURST, frame) != 0:
-                backoff_idle(boff)
-                continue
-            have = BURST
-        off = BURST - have
-        k = tx_burst(dom, txq, lcore, tx[off:], have)
-        have -= k
+        if alloc_fill(dom, pid, lcore, tx, BURST, frame) != 0:
+            backoff_idle(boff)
+            continue
+        k = tx_burst(dom, txq, lcore, tx, BURST)
         stats[S_TX] += k
+        if k < BURST:
+            pktmbuf_free_bulk(dom, lcore, tx[k:], BURST - k)
+            stats[S_FULL] += BURST - k
         if k == 0:
-            stats[S_FULL] += 1
             backoff_idle(boff)
         else:
             backoff_reset(boff)
-    if have:
-        pktmbuf_free_bulk(dom, lcore, tx[BURST - have:], have)
 
 
 @kernel
