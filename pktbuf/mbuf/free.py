@@ -109,23 +109,33 @@ def _staged(dom, lcore, mbufs, start, n):
     pending = stack_i32(FREE_PENDING_SZ)
     npend = 0
     pend_pool = np.int64(-1)
-    for i in range(start, n):
-        seg = np.int64(mbufs[i])
-        while seg != NULL:
-            nxt = np.int64(mb[seg].next)
+    i = start
+    seg = np.int64(NULL)
+    while True:
+        # the next segment whose last reference this free drops (-1: none left)
+        survivor = np.int64(-1)
+        while survivor < 0 and (seg != NULL or i < n):
+            if seg == NULL:
+                seg = np.int64(mbufs[i])
+                i += 1
+                continue
+            nxt = np.int64(mb[seg].next)       # read before prefree clears it
             if pktmbuf_prefree_seg(dom, lcore, seg) != NULL:
-                pool = np.int64(mb[seg].pool)
-                if npend == FREE_PENDING_SZ or (npend > 0 and pool != pend_pool):
-                    mempool_generic_put(dom, np.int64(pend_pool), np.int64(lcore), pending, np.int64(0), np.int64(npend))
-                    npend = 0
-                if npend == 0:
-                    pend_pool = pool
-                mb[seg].state = ST_FREE
-                pending[npend] = seg
-                npend += 1
+                survivor = seg
             seg = nxt
-    if npend > 0:
-        mempool_generic_put(dom, np.int64(pend_pool), np.int64(lcore), pending, np.int64(0), np.int64(npend))
+        pool = np.int64(mb[survivor].pool) if survivor >= 0 else np.int64(-1)
+        # flush when pending is full or the pool changes (one call site, so it is inlined)
+        if npend > 0 and (survivor < 0 or npend == FREE_PENDING_SZ or pool != pend_pool):
+            mempool_generic_put(dom, pend_pool, np.int64(lcore), pending, np.int64(0),
+                                np.int64(npend))
+            npend = 0
+        if survivor < 0:
+            return
+        if npend == 0:
+            pend_pool = pool
+        mb[survivor].state = ST_FREE
+        pending[npend] = survivor
+        npend += 1
 
 
 @kernel
@@ -159,40 +169,38 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
     run_start = 0
     run_len = 0
     run_pool = np.int64(-1)
-    for i in range(n):
-        h = np.int64(mbufs[i])
-        if h == NULL:
-            if run_len > 0:
-                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
-                run_len = 0
-            continue
-        m = mb[h]
-        if m.next != NULL:
-            # the first chained packet: flush, and let DPDK's staged walk do the rest
-            if run_len > 0:
-                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
+    # One pass; i == n is a sentinel that flushes the last run.  The run is flushed from a
+    # single call site so that LLVM inlines the mempool put fast path here.
+    for i in range(n + 1):
+        pool = np.int64(-1)         # -1: entry i does not join a run
+        chained = False
+        if i < n:
+            h = np.int64(mbufs[i])
+            if h != NULL:
+                m = mb[h]
+                if m.next != NULL:
+                    chained = True
+                elif m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0:
+                    # the common case: sole owner of a direct single segment -- no atomics,
+                    # and the in-pool invariants already hold except, possibly, nb_segs
+                    if m.nb_segs != 1:
+                        m.nb_segs = 1
+                    pool = np.int64(m.pool)
+                elif pktmbuf_prefree_seg(dom, lcore, h) != NULL:
+                    pool = np.int64(m.pool)
+                # else: still referenced elsewhere -- not ours to free; it ends the run
+        if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):
+            mempool_generic_put(dom, run_pool, np.int64(lcore), mbufs, np.int64(run_start),
+                                np.int64(run_len))
+            run_len = 0
+        if chained:
+            # the first chained packet: DPDK's staged walk does the rest
             _staged(dom, lcore, mbufs, i, n)
             return 0
-        if m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0:
-            # the common case: sole owner of a direct single segment -- no atomics, and the
-            # in-pool invariants already hold except, possibly, nb_segs
-            if m.nb_segs != 1:
-                m.nb_segs = 1
-        elif pktmbuf_prefree_seg(dom, lcore, h) == NULL:
-            # still referenced elsewhere: not ours to free, and it breaks the run
-            if run_len > 0:
-                mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
-                run_len = 0
-            continue
-        pool = np.int64(m.pool)
-        if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):
-            mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
-            run_len = 0
-        if run_len == 0:
-            run_start = i
-            run_pool = pool
-        m.state = ST_FREE
-        run_len += 1
-    if run_len > 0:
-        mempool_generic_put(dom, np.int64(run_pool), np.int64(lcore), mbufs, np.int64(run_start), np.int64(run_len))
+        if pool >= 0:
+            if run_len == 0:
+                run_start = i
+                run_pool = pool
+            mb[mbufs[i]].state = ST_FREE
+            run_len += 1
     return 0
