@@ -21,7 +21,9 @@ class FacadeOverhead:
     def setup(self):
         self.pool = pktbuf.PktmbufPool(8192, 256)
         self.out = np.empty(32, np.int32)
-        self.pool.free_bulk(self.pool.alloc_bulk(32, out=self.out))
+        self.pool.free_bulk(self.pool.alloc_bulk(32, out=self.out))   # compile / load first
+        self.pool.free_bulk(self.pool.alloc_bulk(32))
+        self.pool.alloc().free()
 
     def teardown(self):
         self.pool.close(force=True)

@@ -7,6 +7,8 @@ dropped, as the reference does.  Each case returns ns per unit (mbuf, chain or o
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from numba import njit
 
@@ -19,6 +21,8 @@ POOL_N = 8192
 CACHE = 256
 DATAROOM = 2176
 BURSTS = (1, 32, 64, 128, 256)
+# PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): one short repetition each
+QUICK = os.environ.get("PKTBUF_BENCH_QUICK", "") not in ("", "0")
 LAYOUTS = ("flat", "grouped", "alternating", "shared", "chain2")
 _LAYOUT = {name: i for i, name in enumerate(LAYOUTS)}
 
@@ -152,6 +156,8 @@ class CoreBench:
 
     def run(self, case: str, burst: int, staged: bool = False, units: int = 400_000) -> float:
         """One measurement of about ``units`` mbufs: ns per unit."""
+        if QUICK:
+            units = min(units, 20_000)
         iters = max(4, units // max(burst, 1))
         if case == "roundtrip":
             cyc = roundtrip(self.dom, self.a.id, self.lcore, burst, iters, staged)
@@ -171,6 +177,8 @@ class CoreBench:
         return cyc * self.ns_per_cyc
 
     def median(self, case, burst, staged=False, reps=7, units=400_000):
+        if QUICK:
+            reps = 1
         vals = sorted(self.run(case, burst, staged, units) for _ in range(reps))
         return vals[len(vals) // 2]
 
