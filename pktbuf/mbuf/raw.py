@@ -148,7 +148,7 @@ def mbuf_raw_free_bulk(dom, pid, lcore, mbufs, n):
     return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
 
 
-@kernel
+@kernel(inline="always")
 def pktmbuf_raw_reset(dom, h, headroom):
     """The per-packet reset of ``rte_mbuf_raw_reset_bulk`` for one mbuf (second line: tx_offload)."""
     m = dom.mb[h]
@@ -161,6 +161,24 @@ def pktmbuf_raw_reset(dom, h, headroom):
     m.vlan_tci = 0
     m.vlan_tci_outer = 0
     m.tx_offload = 0
+
+
+@kernel
+def pktmbuf_copy_header(dom, dst, src):
+    """Copy the per-packet metadata (port, VLANs, offloads, hash, type, timesync, dynamic
+    fields) of ``src`` to ``dst`` -- what attach and copy share (``__rte_pktmbuf_copy_hdr``)."""
+    d = dom.mb[dst]
+    s = dom.mb[src]
+    d.port = s.port
+    d.vlan_tci = s.vlan_tci
+    d.vlan_tci_outer = s.vlan_tci_outer
+    d.tx_offload = s.tx_offload
+    d.hash = s.hash
+    d.hash_hi = s.hash_hi
+    d.packet_type = s.packet_type
+    d.timesync = s.timesync
+    for i in range(9):
+        d.dynfield1[i] = s.dynfield1[i]
 
 
 @kernel
@@ -181,17 +199,8 @@ def pktmbuf_alloc_bulk(dom, pid, lcore, mbufs, n):
     headroom = dom.pools[pid].headroom
     mb = dom.mb
     for i in range(n):
-        m = mb[mbufs[i]]
-        m.state = ST_ALLOC
-        m.data_off = headroom
-        m.port = PORT_INVALID
-        m.ol_flags = 0
-        m.packet_type = 0
-        m.pkt_len = 0
-        m.data_len = 0
-        m.vlan_tci = 0
-        m.vlan_tci_outer = 0
-        m.tx_offload = 0
+        mb[mbufs[i]].state = ST_ALLOC
+        pktmbuf_raw_reset(dom, mbufs[i], headroom)
     return 0
 
 
