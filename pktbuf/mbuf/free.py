@@ -35,7 +35,7 @@ from ..rawmem import stack_i32
 from .check import pktmbuf_free_check
 from .indirect import pktmbuf_detach
 from .layout import F_NOT_DIRECT, NULL, ST_FREE
-from .raw import debug_enabled, mbuf_raw_free
+from .raw import _raw_free, debug_enabled
 
 FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
 DEBUG_SCRATCH = 2048   # debug-mode double-free detection covers 2048 segments per call
@@ -49,14 +49,8 @@ def _debug_free_check(dom, mbufs, n):
     return 0 if rc == E_NOMEM else rc
 
 
-@kernel
-def pktmbuf_prefree_seg(dom, lcore, h):
-    """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
-
-    Returns ``h`` when that was the last reference -- the segment is then back in the in-pool
-    state (refcnt 1, no next, one segment, direct) and the caller returns it to its pool -- or
-    NULL (-1) if it is still referenced.  Only fields that differ are written.
-    """
+@kernel(inline="always")
+def _prefree_seg(dom, lcore, h):
     mb = dom.mb
     m = mb[h]
     if m.refcnt != 1:
@@ -65,7 +59,7 @@ def pktmbuf_prefree_seg(dom, lcore, h):
             return np.int64(NULL)
         m.refcnt = 1
     if (m.ol_flags & F_NOT_DIRECT) != 0:
-        pktmbuf_detach(dom, lcore, h)
+        pktmbuf_detach(dom, lcore, h)        # rare: out of line
     if m.next != NULL:
         m.next = NULL
     if m.nb_segs != 1:
@@ -74,19 +68,26 @@ def pktmbuf_prefree_seg(dom, lcore, h):
 
 
 @kernel
-def pktmbuf_free_seg(dom, lcore, h):
-    """``rte_pktmbuf_free_seg``: free one segment (its ``next`` is not followed)."""
-    if pktmbuf_prefree_seg(dom, lcore, h) != NULL:
-        mbuf_raw_free(dom, lcore, h)
+def pktmbuf_prefree_seg(dom, lcore, h):
+    """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
+
+    Returns ``h`` when that was the last reference -- the segment is then back in the in-pool
+    state (refcnt 1, no next, one segment, direct) and the caller returns it to its pool -- or
+    NULL (-1) if it is still referenced.  Only fields that differ are written.
+    """
+    return _prefree_seg(dom, lcore, h)
+
+
+@kernel(inline="always")
+def _free_seg(dom, lcore, h):
+    if _prefree_seg(dom, lcore, h) != NULL:
+        _raw_free(dom, lcore, h)
 
 
 @kernel
-def _free_chain(dom, lcore, h):
-    seg = np.int64(h)
-    while seg != NULL:
-        nxt = np.int64(dom.mb[seg].next)   # read before prefree clears it
-        pktmbuf_free_seg(dom, lcore, seg)
-        seg = nxt
+def pktmbuf_free_seg(dom, lcore, h):
+    """``rte_pktmbuf_free_seg``: free one segment (its ``next`` is not followed)."""
+    _free_seg(dom, lcore, h)
 
 
 @kernel
@@ -98,7 +99,11 @@ def pktmbuf_free(dom, lcore, h):
         rc = _debug_free_check(dom, one, 1)
         if rc < 0:
             return rc
-    _free_chain(dom, lcore, h)
+    seg = np.int64(h)
+    while seg != NULL:
+        nxt = np.int64(dom.mb[seg].next)   # read before prefree clears it
+        _free_seg(dom, lcore, seg)
+        seg = nxt
     return 0
 
 
@@ -120,7 +125,7 @@ def _staged(dom, lcore, mbufs, start, n):
                 i += 1
                 continue
             nxt = np.int64(mb[seg].next)       # read before prefree clears it
-            if pktmbuf_prefree_seg(dom, lcore, seg) != NULL:
+            if _prefree_seg(dom, lcore, seg) != NULL:
                 survivor = seg
             seg = nxt
         pool = np.int64(mb[survivor].pool) if survivor >= 0 else np.int64(-1)
@@ -186,7 +191,7 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
                     if m.nb_segs != 1:
                         m.nb_segs = 1
                     pool = np.int64(m.pool)
-                elif pktmbuf_prefree_seg(dom, lcore, h) != NULL:
+                elif _prefree_seg(dom, lcore, h) != NULL:
                     pool = np.int64(m.pool)
                 # else: still referenced elsewhere -- not ours to free; it ends the run
         if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):

@@ -195,12 +195,14 @@ def _get_slow(dom, pid, lcore, objs, start, n):
     return 0
 
 
-@kernel
+@kernel(inline="always")
 def mempool_generic_put(dom, pid, lcore, objs, start, n):
     """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0 (see ``_put_slow``).
 
-    The fast path -- the objects fit in this lcore's cache -- is kept small so LLVM inlines
-    it into the caller; everything else (flush, bypass, no cache, bad range) is out of line.
+    The fast path -- the objects fit in this lcore's cache -- is small and inlined (at the
+    Numba-IR level) into the kernels that call it; everything else (flush, bypass, no cache,
+    bad range) is the out-of-line ``_put_slow``.  Call it only from runtime-free kernels (an
+    IR-inlined body in a function with Numba's runtime on gets reference counting).
     """
     if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
         size = np.int64(dom.pools[pid].cache_size)
@@ -220,7 +222,7 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
     return _put_slow(dom, pid, lcore, objs, start, n)
 
 
-@kernel
+@kernel(inline="always")
 def mempool_generic_get(dom, pid, lcore, objs, start, n):
     """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]`` (see ``_get_slow``).
 
