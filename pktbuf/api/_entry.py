@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-from ..errors import E_ALREADY, E_BADF, E_NOENT
+from ._fastcall import FastCall
+from ..errors import E_ALREADY, E_BADF
 from ..mbuf.check import (free_check_scratch_size, mbuf_check, mbuf_handle_valid,
                           pktmbuf_free_check)
 from ..mbuf.free import pktmbuf_free_bulk, pktmbuf_free_bulk_staged, pktmbuf_free_seg
@@ -130,4 +131,10 @@ def py_audit(mb, pools, rh, rs, cl, co, st, cfg, pid, seen):
     return mempool_audit(dom, pid, seen)
 
 
-__all__ = [n for n in dir() if n.startswith("py_")] + ["E_NOENT"]
+# fixed-type call sites of the facade go through these (see _fastcall.py)
+fast_alloc_bulk = FastCall(py_alloc_bulk)
+fast_alloc = FastCall(py_alloc)
+fast_free_bulk = FastCall(py_free_bulk)
+fast_get_bulk = FastCall(py_get_bulk)
+fast_put_bulk = FastCall(py_put_bulk)
+fast_mbuf_status = FastCall(py_mbuf_status)

@@ -46,7 +46,7 @@ class Mbuf:
 
     # -- validation ------------------------------------------------------------------------
     def _valid(self) -> None:
-        rc = E.py_mbuf_status(*self.domain._args, self.handle)
+        rc = E.fast_mbuf_status(*self.domain._args, self.handle)
         if rc == E_BADF:
             raise InvalidHandle(f"{self.handle} is not an mbuf of a live pool of this domain")
         if rc == E_ALREADY:

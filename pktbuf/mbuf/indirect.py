@@ -14,7 +14,7 @@ from .._jit import kernel
 from ..atomics import field_fetch_add, field_load_acquire
 from ..errors import E_INVAL, E_NOENT
 from .layout import F_INDIRECT, F_NOT_DIRECT, NULL
-from .raw import mbuf_raw_alloc, mbuf_raw_free, pktmbuf_reset
+from .raw import mbuf_raw_alloc, mbuf_raw_free, pktmbuf_copy_header, pktmbuf_reset
 
 
 @kernel
@@ -85,16 +85,7 @@ def pktmbuf_attach(dom, mi, m):
     a.buf_len = src.buf_len
     a.direct = md
     a.ol_flags = src.ol_flags | F_INDIRECT
-    a.port = src.port
-    a.vlan_tci = src.vlan_tci
-    a.vlan_tci_outer = src.vlan_tci_outer
-    a.tx_offload = src.tx_offload
-    a.hash = src.hash
-    a.hash_hi = src.hash_hi
-    a.packet_type = src.packet_type
-    a.timesync = src.timesync
-    for i in range(9):
-        a.dynfield1[i] = src.dynfield1[i]
+    pktmbuf_copy_header(dom, mi, m)
     a.data_off = src.data_off
     a.data_len = src.data_len
     a.next = NULL

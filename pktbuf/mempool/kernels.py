@@ -79,7 +79,7 @@ def _ring_get(dom, pid, objs, start, n):
 
 
 @kernel
-def mempool_generic_put(dom, pid, lcore, objs, start, n):
+def _put_slow(dom, pid, lcore, objs, start, n):
     """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0.
 
     Cannot fail for valid arguments (the ring has room for every object of the pool); a range
@@ -127,7 +127,7 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
 
 
 @kernel
-def mempool_generic_get(dom, pid, lcore, objs, start, n):
+def _get_slow(dom, pid, lcore, objs, start, n):
     """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]``.
 
     Returns 0, or ``E_NOENT`` (-2) with nothing taken when the pool (ring plus this lcore's
@@ -193,6 +193,57 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
     _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
     _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
     return 0
+
+
+@kernel(inline="always")
+def mempool_generic_put(dom, pid, lcore, objs, start, n):
+    """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0 (see ``_put_slow``).
+
+    The fast path -- the objects fit in this lcore's cache -- is small and inlined (at the
+    Numba-IR level) into the kernels that call it; everything else (flush, bypass, no cache,
+    bad range) is the out-of-line ``_put_slow``.  Call it only from runtime-free kernels (an
+    IR-inlined body in a function with Numba's runtime on gets reference counting).
+    """
+    if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
+        size = np.int64(dom.pools[pid].cache_size)
+        slot = _cache_slot(pid, lcore)
+        li = slot * _U(CACHE_LINE_WORDS)
+        clen = np.int64(dom.cache_len[li])
+        if clen + n <= size:
+            dst = slot * _U(CACHE_MAX_SIZE) + _U(clen)
+            src = _U(start)
+            cache = dom.cache_objs
+            for i in range(_U(n)):
+                cache[dst + i] = objs[src + i]
+            dom.cache_len[li] = clen + n
+            dom.stats[_stat_idx(pid, lcore, ST_PUT_BULK)] += 1
+            dom.stats[_stat_idx(pid, lcore, ST_PUT_OBJS)] += n
+            return 0
+    return _put_slow(dom, pid, lcore, objs, start, n)
+
+
+@kernel(inline="always")
+def mempool_generic_get(dom, pid, lcore, objs, start, n):
+    """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]`` (see ``_get_slow``).
+
+    Fast path, small enough to be inlined: this lcore's cache holds ``n`` -- pop them, hottest
+    first (the cache is a stack, copied out in reverse).  Refill and the ring are out of line.
+    """
+    if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
+        slot = _cache_slot(pid, lcore)
+        li = slot * _U(CACHE_LINE_WORDS)
+        clen = np.int64(dom.cache_len[li])
+        if n <= clen:
+            top = slot * _U(CACHE_MAX_SIZE) + _U(clen - 1)
+            dst = _U(start)
+            cache = dom.cache_objs
+            for i in range(_U(n)):
+                objs[dst + i] = cache[top - i]
+            dom.cache_len[li] = clen - n
+            dom.stats[_stat_idx(pid, lcore, ST_GET_SUCCESS_BULK)] += 1
+            dom.stats[_stat_idx(pid, lcore, ST_GET_SUCCESS_OBJS)] += n
+            return 0
+    return _get_slow(dom, pid, lcore, objs, start, n)
 
 
 @kernel
