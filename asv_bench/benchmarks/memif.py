@@ -6,8 +6,15 @@ queue, rx_burst on the server queue, free) and is compiled in ``setup``.  Ratios
 interleaved in one run (``track_``, medians).  Two-process figures spawn processes and take a
 few seconds each.  ``pktbuf bench memif`` prints all of them as one table.
 """
+import os
+
 from pktbuf.bench.memif import (RELATIONS, Loopback, loopback_ratio, loopback_zc_ratio,
                                 testpmd_pair, two_process, warm)
+
+# PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): one short repetition each
+QUICK = os.environ.get("PKTBUF_BENCH_QUICK", "") not in ("", "0")
+REP = 1 if QUICK else 5
+SECS = 1.0 if QUICK else 3.0
 
 
 class MemifLoopback:
@@ -28,7 +35,7 @@ class MemifLoopback:
         self.lo.run(size, 1000)
 
     def track_ns_per_packet(self, size, path):
-        return self.lo.ns_per_packet(size, 2000, repeat=5)
+        return self.lo.ns_per_packet(size, 2000, repeat=REP)
 
     track_ns_per_packet.unit = "ns"
 
@@ -43,7 +50,7 @@ class MemifFastOverGeneral:
         Loopback().close()     # compile before timing
 
     def track_ratio(self, size, relation):
-        return loopback_ratio(size, relation, repeat=5, iters=2000)["ratio"]
+        return loopback_ratio(size, relation, repeat=REP, iters=2000)["ratio"]
 
     track_ratio.unit = "ratio"
 
@@ -58,7 +65,7 @@ class MemifZeroCopy:
         Loopback(zero_copy=True).close()
 
     def track_copy_over_zc(self, size):
-        return loopback_zc_ratio(size, repeat=5, iters=2000)["ratio"]
+        return loopback_zc_ratio(size, repeat=REP, iters=2000)["ratio"]
 
     track_copy_over_zc.unit = "ratio"
 
@@ -77,7 +84,7 @@ class MemifTwoProcess:
         warm()
 
     def track_mpps(self, case, size, mode):
-        return two_process(case, size, 2.0, general=(mode == "general"), zc=(mode == "zero-copy"))
+        return two_process(case, size, SECS, general=(mode == "general"), zc=(mode == "zero-copy"))
 
     track_mpps.unit = "Mpps"
 
@@ -94,9 +101,9 @@ class MemifVsTestpmd:
         warm()
 
     def track_pktbuf_over_testpmd(self, size):
-        tp = testpmd_pair(size, 3.0)
+        tp = testpmd_pair(size, max(2.0, SECS))
         if not tp:
             raise NotImplementedError("dpdk-testpmd not available")
-        return two_process("oneway", size, 3.0) / tp
+        return two_process("oneway", size, SECS) / tp
 
     track_pktbuf_over_testpmd.unit = "ratio"

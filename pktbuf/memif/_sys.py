@@ -1,7 +1,8 @@
 """System calls usable from kernels: eventfd signalling, poll, yield and sleep.
 
 Numba cannot call into the OS by itself.  These intrinsics declare the libc functions by name
-(``write``, ``read``, ``poll``, ``sched_yield``, ``usleep``, ``clock_gettime``) and call them; the symbols are
+(``write``, ``read``, ``poll``, ``clock_gettime``; ``sched_yield``/``usleep`` are in
+:mod:`pktbuf.idle`) and call them; the symbols are
 resolved when the compiled code is loaded, so the functions stay cacheable (``cache=True``),
 unlike a ``ctypes`` function pointer, which would be baked into the code as an address.
 Every wrapper returns what the libc call returns (``-1`` on error; errno is not inspected).
@@ -42,29 +43,6 @@ def _c_poll1(typingctx, fd, timeout_ms):
         return builder.sext(r, _I64)
 
     return types.int64(fd, timeout_ms), codegen
-
-
-@intrinsic
-def _c_sched_yield(typingctx):
-    def codegen(context, builder, sig, args):
-        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, []), "sched_yield")
-        builder.call(f, [])
-        return context.get_dummy_value()
-
-    return types.none(), codegen
-
-
-@intrinsic
-def _c_usleep(typingctx, us):
-    if not isinstance(us, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, [_I32]), "usleep")
-        builder.call(f, [_cast(context, builder, args[0], sig.args[0], types.uint32)])
-        return context.get_dummy_value()
-
-    return types.none(us), codegen
 
 
 @intrinsic
@@ -129,13 +107,3 @@ def eventfd_drain(fd):
 def fd_wait(fd, timeout_ms):
     """Block until ``fd`` is readable or ``timeout_ms`` passes (-1 = forever); 1 if readable."""
     return _c_poll1(fd, timeout_ms)
-
-
-@kernel
-def sched_yield():
-    _c_sched_yield()
-
-
-@kernel
-def sleep_us(us):
-    _c_usleep(us)

@@ -4,10 +4,10 @@ On a 2-core machine three busy-polling processes collapse throughput (about 100x
 a poller that finds nothing must give the CPU away.  Two tools, both usable from ``@njit``:
 
 * :func:`backoff_idle` / :func:`backoff_reset` over a small ``int64`` state array
-  (:func:`backoff_new`): after an empty poll spin ``SPIN`` times with ``pause``, then
-  ``sched_yield`` for ``YIELD`` more polls, then sleep, doubling from 1 us up to ``SLEEP_MAX_US``
-  (1 ms).  A poll that finds work resets it.  An idle interface then costs a few hundred wake-ups
-  per second instead of a core.
+  (:func:`backoff_new`) that counts consecutive empty polls; the policy is the core's
+  :func:`pktbuf.idle.idle_backoff` (``pause`` spins, then ``sched_yield``, then sleeps growing
+  to ``SLEEP_MAX_US`` = 1 ms).  A poll that finds work resets it.  An idle interface then costs
+  about a thousand short wake-ups per second instead of a core.
 * :func:`rx_wait`: interrupt mode.  If the queue's receive ring has ``MASK_INT`` clear (the
   interface was created with ``interrupt=True``), the peer writes the ring's eventfd after it
   publishes; ``rx_wait`` blocks in ``poll()`` on it (up to ``timeout_ms``) and resets the
@@ -22,19 +22,16 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-from ..atomics import cpu_pause, load_acquire, load_relaxed
-from ._sys import eventfd_drain, fd_wait, sched_yield, sleep_us
+from ..atomics import load_acquire, load_relaxed
+from ..idle import idle_backoff, usleep
+from ._sys import eventfd_drain, fd_wait
 from .layout import H16_FLAGS, RING_FLAG_MASK_INT, RING_HDR_SIZE
 from .queue import Q_EVENTFD, Q_RING, S_UP, queue_enter, queue_leave
 from ..rawmem import addr_u8
 
-SPIN = 64
-YIELD = 16
 SLEEP_MAX_US = 1000
 
 B_IDLE = 0        # consecutive empty polls
-B_SLEEP = 1       # current sleep (us)
-B_SLEPT = 2       # total us slept (statistic)
 B_WORDS = 4
 
 
@@ -47,24 +44,13 @@ def backoff_new() -> np.ndarray:
 def backoff_reset(b):
     """Call after a poll that found work."""
     b[B_IDLE] = 0
-    b[B_SLEEP] = 0
 
 
 @kernel
 def backoff_idle(b):
-    """Call after an empty poll: spin, then yield, then sleep with exponential growth."""
-    k = b[B_IDLE]
-    b[B_IDLE] = k + 1
-    if k < SPIN:
-        cpu_pause()
-    elif k < SPIN + YIELD:
-        sched_yield()
-    else:
-        us = b[B_SLEEP]
-        us = 1 if us == 0 else min(us * 2, SLEEP_MAX_US)
-        b[B_SLEEP] = us
-        b[B_SLEPT] += us
-        sleep_us(us)
+    """Call after an empty poll: spin, then yield, then sleep (``pktbuf.idle.idle_backoff``)."""
+    idle_backoff(b[B_IDLE], SLEEP_MAX_US)
+    b[B_IDLE] += 1
 
 
 @kernel
@@ -74,7 +60,7 @@ def rx_wait(q, b, timeout_ms):
     Returns 1 if woken by the eventfd, 0 otherwise (timeout, polling mode, link down).
     """
     if not queue_enter(q):
-        sleep_us(1000)
+        usleep(1000)
         return 0
     fd = q.cfg[Q_EVENTFD]
     r16 = addr_u8(q.cfg[Q_RING], RING_HDR_SIZE).view(np.uint16)
@@ -96,6 +82,6 @@ def link_wait(q, timeout_ms):
     while load_acquire(q.st, S_UP) == 0:
         if waited >= timeout_ms * 1000:
             return False
-        sleep_us(1000)
+        usleep(1000)
         waited += 1000
     return True

@@ -25,7 +25,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import exchange, fetch_add, load_acquire
-from ._sys import sleep_us
+from ..idle import usleep
 from .proto import MAX_LOG2_RING_SIZE, MAX_REGIONS
 
 MemifQueue = namedtuple("MemifQueue", [
@@ -138,7 +138,7 @@ def queue_down(st, timeout_us):
     while load_acquire(st, S_BUSY) != 0:
         if waited >= timeout_us:
             return False
-        sleep_us(50)
+        usleep(50)
         waited += 50
     return True
 
