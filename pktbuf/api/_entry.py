@@ -38,15 +38,23 @@ def py_alloc(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore):
 
 
 @kernel
-def py_free_bulk(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, staged, scratch):
+def py_free_bulk(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, scratch):
     """Validate the whole array first (dry run), then free: all or nothing."""
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
     rc = pktmbuf_free_check(dom, mbufs, n, scratch)
     if rc < 0:
         return rc
-    if staged:
-        return pktmbuf_free_bulk_staged(dom, lcore, mbufs, n)
     return pktmbuf_free_bulk(dom, lcore, mbufs, n)
+
+
+@kernel
+def py_free_bulk_staged(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, scratch):
+    """As py_free_bulk, with DPDK's staged algorithm (compiled only when first asked for)."""
+    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+    rc = pktmbuf_free_check(dom, mbufs, n, scratch)
+    if rc < 0:
+        return rc
+    return pktmbuf_free_bulk_staged(dom, lcore, mbufs, n)
 
 
 @kernel
@@ -135,6 +143,7 @@ def py_audit(mb, pools, rh, rs, cl, co, st, cfg, pid, seen):
 fast_alloc_bulk = FastCall(py_alloc_bulk)
 fast_alloc = FastCall(py_alloc)
 fast_free_bulk = FastCall(py_free_bulk)
+fast_free_bulk_staged = FastCall(py_free_bulk_staged)
 fast_get_bulk = FastCall(py_get_bulk)
 fast_put_bulk = FastCall(py_put_bulk)
 fast_mbuf_status = FastCall(py_mbuf_status)

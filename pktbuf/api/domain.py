@@ -168,10 +168,11 @@ class Domain:
         scratch = getattr(self._tls, "scratch", None)
         if scratch is None:
             scratch = self._tls.scratch = np.empty(2048, np.int32)
-        rc = E.fast_free_bulk(*self._args, lc, a, a.size, staged, scratch)
+        free = E.fast_free_bulk_staged if staged else E.fast_free_bulk
+        rc = free(*self._args, lc, a, a.size, scratch)
         if rc == E_NOMEM:   # more segments than the scratch holds (long chains): size it
             scratch = np.empty(int(E.py_scratch_size(*self._args, a, a.size)), np.int32)
-            rc = E.fast_free_bulk(*self._args, lc, a, a.size, staged, scratch)
+            rc = free(*self._args, lc, a, a.size, scratch)
         if rc < 0:
             raise_for(rc, _free_msg(rc))
 
