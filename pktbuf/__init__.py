@@ -6,7 +6,8 @@ Two layers:
   (``pktmbuf_alloc_bulk``, ``pktmbuf_free_bulk``, ``mempool_get_bulk``...), callable from your
   own ``@njit`` code: ``from pktbuf.kernels import *``.
 * **facade** -- classes with validation and exceptions for plain Python:
-  :class:`PktmbufPool`, :class:`Mbuf`, :class:`Mempool`, :class:`Ring`, :class:`Domain`.
+  :class:`PktmbufPool`, :class:`Mbuf`, :class:`Mempool`, :class:`Ring`, :class:`Domain`,
+  :class:`Memif`.
 
 Importing ``pktbuf`` is cheap: submodules load on first use.
 """
@@ -22,6 +23,8 @@ _LAZY = {
     "PktmbufPool": "pktbuf.api.pools",
     "Mbuf": "pktbuf.api.mbuf",
     "Ring": "pktbuf.ring",
+    "Memif": "pktbuf.memif.interface",
+    "MemifDisconnected": "pktbuf.memif.interface",
     "Region": "pktbuf.rawmem",
     "LCORE_ANY": "pktbuf.mempool.layout",
     "NULL": "pktbuf.mbuf.layout",

@@ -44,6 +44,12 @@ from .mempool.kernels import (mempool_avail_count, mempool_cache_flush, mempool_
                               mempool_get_bulk, mempool_in_use_count, mempool_put,
                               mempool_put_bulk)
 from .mempool.layout import LCORE_ANY, MAX_LCORE  # noqa: F401
+from .memif.datapath import link_up as memif_link_up  # noqa: F401
+from .memif.datapath import rx_burst as memif_rx_burst  # noqa: F401
+from .memif.datapath import tx_burst as memif_tx_burst  # noqa: F401
+from .memif.poll import backoff_idle, backoff_new, backoff_reset  # noqa: F401
+from .memif.poll import rx_wait as memif_rx_wait  # noqa: F401
+from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
 from .rawmem import addr_u8, load_u8, memcpy, memmove, memset, stack_i32, store_u8  # noqa: F401
 from .ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
                            ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,
