@@ -61,6 +61,7 @@ import numpy as np
 from numba import carray
 
 from .._jit import kernel
+from ..borrow import borrow
 from ..atomics import fetch_add, field_cas, field_load_acquire, load_relaxed, store_relaxed
 from ..errors import E_ALREADY, E_BADF, E_BUSY, E_INVAL, E_NOMEM
 from ..rawmem import stack_i32
@@ -164,6 +165,8 @@ def page_pool_return_page(pool, arena, p):
     The release count is bumped before the page reference is dropped: after that the page (and,
     for the last page of a destroyed pool, the pool) must not be touched.
     """
+    pool = borrow(pool)
+    arena = borrow(arena)
     _leave_pool(pool, arena, p)
     put_page(arena, p)
 
@@ -257,6 +260,8 @@ def page_pool_alloc_pages(pool, arena):
     Only the pool's own context may call this (the cache is lock-free).  Linux's
     ``page_pool_alloc_pages`` / ``page_pool_dev_alloc_pages``.
     """
+    pool = borrow(pool)
+    arena = borrow(arena)
     ctl = pool.ctl
     c = ctl[P_COUNT]
     if c > 0:                      # fast path: the hottest page of the cache
@@ -316,6 +321,8 @@ def _recycle_in_cache(pool, p):
 @kernel
 def page_pool_put_unrefed_page(pool, arena, p, allow_direct):
     """The last pool reference of ``p`` is gone: recycle (cache, else ring) or release."""
+    pool = borrow(pool)
+    arena = borrow(arena)
     if np.int64(field_load_acquire(arena.pages, p, "refcount")) != 1:
         fetch_add(pool.stats, S_RELEASED_REFCNT, 1)
         page_pool_return_page(pool, arena, p)
@@ -335,6 +342,8 @@ def page_pool_put_page(pool, arena, p, allow_direct):
     pool's queue).  Returns 0, -9 (EBADF) if ``p`` is not a page of this pool, -114 (EALREADY)
     if it is not handed out.
     """
+    pool = borrow(pool)
+    arena = borrow(arena)
     rc = _owned(pool, arena, p)
     if rc < 0:
         return rc
@@ -350,12 +359,16 @@ def page_pool_put_page(pool, arena, p, allow_direct):
 def page_pool_put_full_page(pool, arena, p, allow_direct):
     """``page_pool_put_page`` for a page whose whole length may have been written (Linux syncs
     ``max_len`` for the device; there is no device here, so it is the same call)."""
+    pool = borrow(pool)
+    arena = borrow(arena)
     return page_pool_put_page(pool, arena, p, allow_direct)
 
 
 @kernel
 def page_pool_recycle_direct(pool, arena, p):
     """Return ``p`` from the pool's own context, into the cache if it has room."""
+    pool = borrow(pool)
+    arena = borrow(arena)
     return page_pool_put_page(pool, arena, p, True)
 
 
@@ -405,6 +418,9 @@ def page_pool_put_page_bulk(pool, arena, pages, n, allow_direct):
     recycling is allowed and it has room; the rest are staged 16 at a time and produced into
     the ring with one reservation per batch, overflow released after it.
     """
+    pool = borrow(pool)
+    arena = borrow(arena)
+    pages = borrow(pages)
     pg = arena.pages
     rc = _bulk_dry_run(pool, arena, pages, n)
     if rc < 0:
@@ -443,6 +459,8 @@ def page_pool_release_page(pool, arena, p):
     with ``put_page`` when done -- Linux's ``page_pool_release_page`` (4.18 to 6.5), used when
     an XDP frame becomes an skb.  Returns 0, -9 (EBADF), -114 (EALREADY, not handed out) or
     -16 (EBUSY, other pool references -- fragments -- are still out)."""
+    pool = borrow(pool)
+    arena = borrow(arena)
     rc = _owned(pool, arena, p)
     if rc < 0:
         return rc
@@ -456,6 +474,8 @@ def page_pool_release_page(pool, arena, p):
 @kernel
 def page_pool_ref_page(pool, arena, p):
     """Take one more pool reference on a handed-out page (fragment users); returns the count."""
+    pool = borrow(pool)
+    arena = borrow(arena)
     rc = _owned(pool, arena, p)
     if rc < 0:
         return rc
@@ -475,6 +495,7 @@ def page_pool_ref_page(pool, arena, p):
 def page_pool_inflight(pool):
     """hold - release as a signed 32-bit distance (wrap-safe): pages that entered the pool from
     the arena and have not left it, wherever they are (user, cache, ring)."""
+    pool = borrow(pool)
     d = (load_relaxed(pool.ctl, P_HOLD) - load_relaxed(pool.ctl, P_RELEASE)) & _M32
     if d >= 0x80000000:
         d -= 0x100000000
@@ -484,6 +505,8 @@ def page_pool_inflight(pool):
 @kernel
 def page_pool_get_stats(pool, out):
     """Copy the eleven counters, in :data:`PP_STAT_NAMES` order, into ``out[:11]``."""
+    pool = borrow(pool)
+    out = borrow(out)
     for i in range(len(PP_STAT_INDEX)):
         out[i] = load_relaxed(pool.stats, PP_STAT_INDEX[i])
     return 0
@@ -492,6 +515,8 @@ def page_pool_get_stats(pool, out):
 @kernel
 def page_pool_get_dma_addr(pool, arena, p):
     """The DMA address (iova) ``p`` was mapped at, or -9 if it is not a mapped page of this pool."""
+    pool = borrow(pool)
+    arena = borrow(arena)
     if _owned(pool, arena, p) < 0 or (arena.pages[p].flags & PG_DMA_MAPPED) == 0:
         return np.int64(E_BADF)
     return arena.pages[p].dma_addr
@@ -520,6 +545,8 @@ def page_pool_release(pool, arena):
     Call after ``page_pool_destroy`` while the result is positive; a negative result means more
     pages came back than went out (a caller bug, as Linux's WARN).
     """
+    pool = borrow(pool)
+    arena = borrow(arena)
     if pool.ctl[P_STATE] == PP_FREED:
         return np.int64(0)
     if pool.ctl[P_DESTROY_CNT] == 0:
@@ -542,6 +569,8 @@ def page_pool_release(pool, arena):
 def page_pool_destroy(pool, arena):
     """Stop the pool: no more direct recycling or allocation, then a first
     ``page_pool_release``.  Returns the in-flight count; retry ``page_pool_release`` while > 0."""
+    pool = borrow(pool)
+    arena = borrow(arena)
     if pool.ctl[P_STATE] == PP_ALIVE:
         store_relaxed(pool.ctl, P_DIRECT, 0)
         store_relaxed(pool.ctl, P_STATE, PP_DETACHED)
