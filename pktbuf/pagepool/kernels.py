@@ -376,14 +376,15 @@ def page_pool_recycle_direct(pool, arena, p):
 def _bulk_dry_run(pool, arena, pages, n):
     """0 if every entry is a handed-out page of this pool listed at most as often as it has
     pool references, else -9 / -114.  Changes nothing (the marks it uses are cleared)."""
+    for i in range(n):
+        rc = _owned(pool, arena, pages[i])
+        if rc < 0:
+            return rc
     pg = arena.pages
     rc = 0
     done = 0
     for i in range(n):
         p = pages[i]
-        rc = _owned(pool, arena, p)
-        if rc < 0:
-            break
         r = np.int64(field_load_acquire(pg, p, "pp_ref"))
         if r <= 0:
             rc = E_ALREADY
