@@ -21,11 +21,11 @@ import os
 
 import numpy as np
 from llvmlite import ir
-from numba import carray, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
 
-from ._jit import kernel
 
 __all__ = ["Region", "lazy_zeros", "array_address", "addr_u8", "memcpy", "memmove", "memset",
            "load_u8", "store_u8", "stack_i32"]
@@ -122,24 +122,35 @@ def array_address(a: np.ndarray) -> int:
 # ---------------------------------------------------------------------------------------------
 # pointer intrinsics (kernel side)
 
-_u8p = types.CPointer(types.uint8)
+def _array_from_pointer(context, builder, aryty, ptr, n):
+    """An array struct over raw memory, with no meminfo (no reference counting)."""
+    ary = context.make_array(aryty)(context, builder)
+    itemsize = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+    intp = context.get_value_type(types.intp)
+    populate_array(ary, data=ptr, shape=cgutils.pack_array(builder, [n]),
+                   strides=cgutils.pack_array(builder, [ir.Constant(intp, itemsize)]),
+                   itemsize=ir.Constant(intp, itemsize), meminfo=None)
+    return ary._getvalue()
 
 
 @intrinsic
-def _as_u8_ptr(typingctx, addr):
-    if not isinstance(addr, types.Integer):
+def addr_u8(typingctx, addr, n):
+    """A ``uint8`` array view of ``n`` bytes at virtual address ``addr``.
+
+    The view holds no reference to anything: it is valid while the memory stays mapped.
+    Built inline (an intrinsic, not a function returning an array), so it works in kernels
+    compiled without Numba's runtime.
+    """
+    if not (isinstance(addr, types.Integer) and isinstance(n, types.Integer)):
         return None
+    aryty = types.Array(types.uint8, 1, "C")
 
     def codegen(context, builder, sig, args):
-        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+        ptr = builder.inttoptr(args[0], context.get_data_type(types.uint8).as_pointer())
+        cnt = context.cast(builder, args[1], sig.args[1], types.intp)
+        return _array_from_pointer(context, builder, aryty, ptr, cnt)
 
-    return _u8p(addr), codegen
-
-
-@kernel
-def addr_u8(addr, n):
-    """A ``uint8`` array view of ``n`` bytes at virtual address ``addr``."""
-    return carray(_as_u8_ptr(addr), (n,))
+    return aryty(addr, n), codegen
 
 
 def _raw_mem_intrinsic(kind):
@@ -207,17 +218,20 @@ def store_u8(typingctx, addr, val):
 
 @intrinsic
 def stack_i32(typingctx, n):
-    """Pointer to ``n`` (a literal) int32 slots on the calling kernel's stack.
+    """An int32 array of ``n`` (a literal) elements on the calling kernel's stack.
 
-    Use as ``carray(stack_i32(64), (64,))`` inside the kernel that owns the array; it must not
-    outlive that kernel.  Saves the heap allocation an ``np.empty`` would cost on a hot path,
-    as the on-stack ``pending[]`` array does in DPDK's ``rte_pktmbuf_free_bulk``.
+    It must not outlive the kernel that creates it.  Saves the heap allocation ``np.empty``
+    would cost on a hot path (and works without Numba's runtime), like the on-stack
+    ``pending[]`` array in DPDK's ``rte_pktmbuf_free_bulk``.  Not initialised.
     """
     if not isinstance(n, types.IntegerLiteral):
         return None
     count = n.literal_value
+    aryty = types.Array(types.int32, 1, "C")
 
     def codegen(context, builder, sig, args):
-        return cgutils.alloca_once(builder, ir.IntType(32), size=count)
+        ptr = cgutils.alloca_once(builder, ir.IntType(32), size=count)
+        intp = context.get_value_type(types.intp)
+        return _array_from_pointer(context, builder, aryty, ptr, ir.Constant(intp, count))
 
-    return types.CPointer(types.int32)(n), codegen
+    return aryty(n), codegen

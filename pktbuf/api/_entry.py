@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .._jit import kernel
 from ..errors import E_ALREADY, E_BADF, E_NOENT
-from ..mbuf.check import mbuf_check, mbuf_handle_valid, pktmbuf_free_check
+from ..mbuf.check import (free_check_scratch_size, mbuf_check, mbuf_handle_valid,
+                          pktmbuf_free_check)
 from ..mbuf.free import pktmbuf_free_bulk, pktmbuf_free_bulk_staged, pktmbuf_free_seg
 from ..mbuf.layout import NULL, ST_ALLOC, ST_FREE
 from ..mbuf.raw import mbuf_raw_alloc_bulk, pktmbuf_alloc, pktmbuf_alloc_bulk
@@ -34,15 +35,21 @@ def py_alloc(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore):
 
 
 @kernel
-def py_free_bulk(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, staged):
+def py_free_bulk(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, staged, scratch):
     """Validate the whole array first (dry run), then free: all or nothing."""
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    rc = pktmbuf_free_check(dom, mbufs, n)
+    rc = pktmbuf_free_check(dom, mbufs, n, scratch)
     if rc < 0:
         return rc
     if staged:
         return pktmbuf_free_bulk_staged(dom, lcore, mbufs, n)
     return pktmbuf_free_bulk(dom, lcore, mbufs, n)
+
+
+@kernel
+def py_scratch_size(mb, pools, rh, rs, cl, co, st, cfg, mbufs, n):
+    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+    return free_check_scratch_size(dom, mbufs, n)
 
 
 @kernel
@@ -116,9 +123,9 @@ def py_counts(mb, pools, rh, rs, cl, co, st, cfg, pid):
 
 
 @kernel
-def py_audit(mb, pools, rh, rs, cl, co, st, cfg, pid):
+def py_audit(mb, pools, rh, rs, cl, co, st, cfg, pid, seen):
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    return mempool_audit(dom, pid)
+    return mempool_audit(dom, pid, seen)
 
 
 __all__ = [n for n in dir() if n.startswith("py_")] + ["E_NOENT"]

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import (E_ALREADY, E_BADF, E_FAULT, InvalidArgument, InvalidHandle,
                       check_count, check_handles, raise_for)
 from ..lcore import facade_lcore
+from ..mbuf.dynfield import DynRegistry
 from ..mbuf.layout import MBUF_DTYPE
 from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, CFG_WORDS, MAX_LCORE,
                               MAX_POOLS, POOL_DTYPE, STAT_WORDS, DomainState)
@@ -74,11 +75,11 @@ class Domain:
         self.state = DomainState(
             mb=lazy_zeros(max_objects, MBUF_DTYPE),
             pools=np.zeros(MAX_POOLS, POOL_DTYPE),
-            ring_hdr=lazy_zeros((MAX_POOLS, RING_HDR_WORDS), np.uint32),
+            ring_hdr=lazy_zeros(MAX_POOLS * RING_HDR_WORDS, np.uint32),
             ring_slots=lazy_zeros(max_ring_slots, np.int32),
-            cache_len=lazy_zeros((MAX_POOLS, MAX_LCORE, CACHE_LINE_WORDS), np.int32),
-            cache_objs=lazy_zeros((MAX_POOLS, MAX_LCORE, CACHE_MAX_SIZE), np.int32),
-            stats=lazy_zeros((MAX_POOLS, MAX_LCORE + 1, STAT_WORDS), np.int64),
+            cache_len=lazy_zeros(MAX_POOLS * MAX_LCORE * CACHE_LINE_WORDS, np.int32),
+            cache_objs=lazy_zeros(MAX_POOLS * MAX_LCORE * CACHE_MAX_SIZE, np.int32),
+            stats=lazy_zeros(MAX_POOLS * (MAX_LCORE + 1) * STAT_WORDS, np.int64),
             cfg=np.zeros(CFG_WORDS, np.int64),
         )
         self._objs = _Ranges(max_objects)
@@ -87,6 +88,8 @@ class Domain:
         self._lock = threading.Lock()
         self.debug = _DEBUG_DEFAULT if debug is None else debug
         self._args = tuple(self.state)
+        self._tls = threading.local()   # per-thread scratch for the free dry run
+        self.dyn = DynRegistry()        # dynamic mbuf fields and flags
 
     # -- configuration ---------------------------------------------------------------------
     @property
@@ -97,6 +100,21 @@ class Domain:
     @debug.setter
     def debug(self, on: bool) -> None:
         self.state.cfg[CFG_DEBUG] = 1 if on else 0
+
+    # shaped views of the flat arrays, for inspection
+    def ring_hdr_view(self, pid: int) -> np.ndarray:
+        return self.state.ring_hdr[pid * RING_HDR_WORDS:(pid + 1) * RING_HDR_WORDS]
+
+    def cache_len_view(self) -> np.ndarray:
+        """int32[MAX_POOLS, MAX_LCORE]: objects in each lcore cache of each pool."""
+        return self.state.cache_len.reshape(MAX_POOLS, MAX_LCORE, CACHE_LINE_WORDS)[:, :, 0]
+
+    def cache_objs_view(self) -> np.ndarray:
+        return self.state.cache_objs.reshape(MAX_POOLS, MAX_LCORE, CACHE_MAX_SIZE)
+
+    def stats_view(self) -> np.ndarray:
+        """int64[MAX_POOLS, MAX_LCORE + 1, STAT_WORDS]."""
+        return self.state.stats.reshape(MAX_POOLS, MAX_LCORE + 1, STAT_WORDS)
 
     @property
     def pools(self) -> list:
@@ -147,7 +165,14 @@ class Domain:
         """
         a = check_handles(mbufs, "mbufs")
         lc = facade_lcore() if lcore is None else lcore
-        rc = E.py_free_bulk(*self._args, lc, a, a.size, staged)
+        scratch = getattr(self._tls, "scratch", None)
+        if scratch is None:
+            scratch = self._tls.scratch = np.empty(3 * 1024 + 2, np.int32)
+        if scratch.size < 3 * a.size + 2:
+            need = int(E.py_scratch_size(*self._args, a, a.size))
+            if scratch.size < need:
+                scratch = np.empty(need, np.int32)
+        rc = E.py_free_bulk(*self._args, lc, a, a.size, staged, scratch)
         if rc < 0:
             raise_for(rc, _free_msg(rc))
 

@@ -10,7 +10,9 @@ from ..lcore import facade_lcore
 from ..mbuf import data as D
 from ..mbuf import indirect as I
 from ..mbuf.check import CHECK_REASONS, mbuf_raw_check
+from ..mbuf.dynfield import DYN_END, DYN_START, mbuf_dynfield_read, mbuf_dynfield_write
 from ..mbuf.layout import F_INDIRECT, NULL, REFCNT_MAX
+from ..mbuf.offload import tx_offload_unpack
 from . import _entry as E
 
 __all__ = ["Mbuf"]
@@ -18,6 +20,12 @@ __all__ = ["Mbuf"]
 _SIMPLE_FIELDS = ("pkt_len", "data_len", "nb_segs", "data_off", "buf_len", "port", "ol_flags",
                   "packet_type", "vlan_tci", "vlan_tci_outer", "hash", "hash_hi", "tx_offload",
                   "priv_size", "timesync", "buf_iova")
+
+
+def _check_dyn(offset: int, nbytes: int) -> None:
+    if not (1 <= nbytes <= 8 and DYN_START <= offset and offset + nbytes <= DYN_END):
+        raise InvalidArgument(f"dynfield bytes [{offset}, {offset + nbytes}) are outside "
+                              f"[{DYN_START}, {DYN_END})")
 
 
 class Mbuf:
@@ -317,6 +325,45 @@ class Mbuf:
         lc = facade_lcore() if lcore is None else lcore
         raise_for(int(E.py_free_seg(*self.domain._args, lc, self.handle)),
                   f"cannot free segment {self.handle}")
+
+    def dump(self, dump_len: int = 64) -> str:
+        """``rte_pktmbuf_dump``: header fields of every segment and a hex dump of its data
+        (at most ``dump_len`` bytes in all)."""
+        self._valid()
+        lines = []
+        h = self._m()
+        lines.append(f"dump mbuf at handle {self.handle}, pool {int(h['pool'])}, "
+                     f"buf_addr {int(h['buf_addr']):#x}, buf_iova {int(h['buf_iova']):#x}, "
+                     f"buf_len {int(h['buf_len'])}")
+        lines.append(f"  pkt_len={int(h['pkt_len'])}, ol_flags={int(h['ol_flags']):#x}, "
+                     f"nb_segs={int(h['nb_segs'])}, port={int(h['port'])}, "
+                     f"ptype={int(h['packet_type']):#x}")
+        left = max(0, int(dump_len))
+        for s in self.segments():
+            m = s._m()
+            lines.append(f"  segment at handle {s.handle}, data={int(m['buf_addr']) + int(m['data_off']):#x}, "
+                         f"off={int(m['data_off'])}, len={int(m['data_len'])}, refcnt={int(m['refcnt'])}")
+            chunk = bytes(s.data[:left])
+            left -= len(chunk)
+            for o in range(0, len(chunk), 16):
+                row = chunk[o:o + 16]
+                lines.append(f"  {o:08x}: " + " ".join(f"{b:02X}" for b in row))
+        return "\n".join(lines)
+
+    def tx_offload_fields(self) -> dict:
+        """The ``tx_offload`` bit fields (l2_len, l3_len, ...)."""
+        return tx_offload_unpack(self.tx_offload)
+
+    def dynfield(self, offset: int, nbytes: int) -> int:
+        """Read a dynamic field (see ``domain.dyn.register_field``)."""
+        self._valid()
+        _check_dyn(offset, nbytes)
+        return int(mbuf_dynfield_read(self._st, self.handle, offset, nbytes))
+
+    def set_dynfield(self, offset: int, nbytes: int, value: int) -> None:
+        self._valid()
+        _check_dyn(offset, nbytes)
+        mbuf_dynfield_write(self._st, self.handle, offset, nbytes, int(value) & ((1 << 64) - 1))
 
     def __int__(self) -> int:
         return self.handle

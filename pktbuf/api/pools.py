@@ -76,10 +76,10 @@ class Mempool:
         p["region_addr"] = self.region.address
         p["region_size"] = self.region.size
         self._set_mbuf_fields(p)
-        st.stats[self.id] = 0
-        st.cache_len[self.id, :, 0] = 0
-        ring_init(st.ring_hdr[self.id], st.ring_slots[self._ring_base:self._ring_base + ring_size],
-                  ring_size - 1, 0)
+        self.domain.stats_view()[self.id] = 0
+        self.domain.cache_len_view()[self.id] = 0
+        ring_init(self.domain.ring_hdr_view(self.id),
+                  st.ring_slots[self._ring_base:self._ring_base + ring_size], ring_size - 1, 0)
         p["flags"] = flags
         RAW.pktmbuf_pool_populate(st, self.id, self._is_mbuf, np.empty(n, np.int32))
         self._args = self.domain._args
@@ -163,11 +163,11 @@ class Mempool:
 
     def cache_count(self, lcore: int | None = None) -> int:
         lc = self._lcore(lcore)
-        return 0 if lc == LCORE_ANY else int(self.domain.state.cache_len[self.id, lc, 0])
+        return 0 if lc == LCORE_ANY else int(self.domain.cache_len_view()[self.id, lc])
 
     def stats(self) -> dict:
         """Statistics counters summed over lcores (DPDK's ``rte_mempool`` debug stats names)."""
-        rows = self.domain.state.stats[self.id, :, :len(STAT_NAMES)].sum(axis=0)
+        rows = self.domain.stats_view()[self.id, :, :len(STAT_NAMES)].sum(axis=0)
         return {k: int(v) for k, v in zip(STAT_NAMES, rows)}
 
     def audit(self) -> int:
@@ -177,7 +177,7 @@ class Mempool:
         thread uses the pool.
         """
         self._check_open()
-        rc = int(E.py_audit(*self._args, self.id))
+        rc = int(E.py_audit(*self._args, self.id, np.empty(self.n, np.uint8)))
         if rc < 0:
             raise error_for(rc, f"pool {self.name!r} failed its audit: "
                                 + ("an object is missing, foreign or present twice" if rc != E_BADF

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-from ..errors import E_ALREADY, E_BADF, E_FAULT, E_INVAL, E_OK
+from ..errors import E_ALREADY, E_BADF, E_FAULT, E_INVAL, E_NOMEM, E_OK
 from ..mempool.layout import MAX_POOLS, POOL_F_MBUF, POOL_F_USED
 from .layout import F_INDIRECT, MAX_SEGS, NULL, ST_ALLOC, ST_FREE
 
@@ -151,43 +151,64 @@ def mbuf_raw_check(dom, h):
 
 
 @kernel
-def _count_refs(refs, nref, dom, extra):
-    """Sort refs[:nref]; check each handle occurs at most refcnt times.
-
-    Appends to ``extra`` the direct mbuf of every indirect segment whose references are all
-    dropped by this free (its detach drops one more reference on the direct mbuf); returns the
-    number appended, or E_ALREADY.
-    """
-    r = np.sort(refs[:nref])
-    nextra = 0
-    i = 0
-    while i < nref:
-        h = r[i]
-        j = i
-        while j < nref and r[j] == h:
-            j += 1
-        k = j - i
-        m = dom.mb[h]
-        if k > np.int64(m.refcnt):
-            return E_ALREADY
-        if k == np.int64(m.refcnt) and (m.ol_flags & F_INDIRECT) != 0:
-            extra[nextra] = m.direct
-            nextra += 1
-        i = j
-    return nextra
+def _heapsort(a, n):
+    """Sort a[:n] in place (no allocation, so it runs without Numba's runtime)."""
+    start = n // 2 - 1
+    end = n - 1
+    while start >= 0:
+        _sift(a, start, n)
+        start -= 1
+    while end > 0:
+        t = a[end]
+        a[end] = a[0]
+        a[0] = t
+        _sift(a, 0, end)
+        end -= 1
 
 
 @kernel
-def pktmbuf_free_check(dom, mbufs, n):
+def _sift(a, root, n):
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and a[child + 1] > a[child]:
+            child += 1
+        if a[root] >= a[child]:
+            return
+        t = a[root]
+        a[root] = a[child]
+        a[child] = t
+        root = child
+
+
+@kernel
+def free_check_scratch_size(dom, mbufs, n):
+    """Scratch entries ``pktmbuf_free_check`` needs for ``mbufs[:n]`` (3 per segment, + 2)."""
+    nseg = 0
+    for i in range(n):
+        seg = np.int64(mbufs[i])
+        cnt = 0
+        while seg >= 0 and seg < dom.mb.size and cnt <= MAX_SEGS:
+            cnt += 1
+            seg = np.int64(dom.mb[seg].next)
+        nseg += cnt
+    return 3 * nseg + 2
+
+
+@kernel
+def pktmbuf_free_check(dom, mbufs, n, scratch):
     """Dry run of freeing the packets ``mbufs[:n]``: 0 if the free is legal, else a code.
 
     * ``E_BADF``: an entry is neither NULL (-1) nor an mbuf of a live pool;
     * ``E_ALREADY``: an mbuf is already in its pool, or the free would drop more references
       on some segment (counting segments reached through chains and the direct mbufs behind
       indirect ones) than it holds -- a double free;
-    * ``E_FAULT``: a packet fails its sanity check (broken chain, lengths, refcnt 0...).
+    * ``E_FAULT``: a packet fails its sanity check (broken chain, lengths, refcnt 0...);
+    * ``E_NOMEM``: ``scratch`` (int32) is smaller than ``free_check_scratch_size``: the
+      reference counting was not done (everything else was checked).
 
-    Nothing is written.  Cost: O(s log s) for s segments in all, with a temporary array.
+    Nothing in the domain is written.  Cost: O(s log s) for s segments in all.
     """
     if n < 0 or n > mbufs.size:
         return E_INVAL
@@ -198,7 +219,7 @@ def pktmbuf_free_check(dom, mbufs, n):
             continue
         if not mbuf_handle_valid(dom, h):
             return E_BADF
-        if dom.mb[h].state == ST_FREE:
+        if dom.mb[h].state != ST_ALLOC:
             return E_ALREADY
         seg = h
         cnt = 0
@@ -215,26 +236,50 @@ def pktmbuf_free_check(dom, mbufs, n):
         if rc != CHK_OK:
             return E_FAULT
         nseg += cnt
-    refs = np.empty(2 * nseg + 1, np.int32)
+    if scratch.size < 3 * nseg + 2:
+        return E_NOMEM
+    # scratch layout: refs [0, 2 nseg + 1), extra [2 nseg + 1, 3 nseg + 2)
+    eo = 2 * nseg + 1
     k = 0
     for i in range(n):
         seg = np.int64(mbufs[i])
         while seg != NULL:
-            refs[k] = seg
+            scratch[k] = seg
             k += 1
             seg = np.int64(dom.mb[seg].next)
-    extra = np.empty(nseg + 1, np.int32)
-    ne = _count_refs(refs, k, dom, extra)
+    ne = _count_refs_at(scratch, k, dom, eo)
     if ne < 0:
         return ne
     if ne > 0:
         # the direct mbufs behind fully released clones lose one more reference each
         for j in range(ne):
-            d = np.int64(extra[j])
+            d = np.int64(scratch[eo + j])
             if not mbuf_handle_valid(dom, d) or dom.mb[d].state != ST_ALLOC:
                 return E_FAULT
-            refs[k + j] = d
-        ne2 = _count_refs(refs, k + ne, dom, extra)
+            scratch[k + j] = d
+        ne2 = _count_refs_at(scratch, k + ne, dom, eo)
         if ne2 < 0:
             return ne2
     return E_OK
+
+
+@kernel
+def _count_refs_at(scratch, nref, dom, eo):
+    """``_count_refs`` with refs at scratch[0:] and extra at scratch[eo:] (no views made)."""
+    _heapsort(scratch, nref)
+    nextra = 0
+    i = 0
+    while i < nref:
+        h = scratch[i]
+        j = i
+        while j < nref and scratch[j] == h:
+            j += 1
+        k = j - i
+        m = dom.mb[h]
+        if k > np.int64(m.refcnt):
+            return E_ALREADY
+        if k == np.int64(m.refcnt) and (m.ol_flags & F_INDIRECT) != 0:
+            scratch[eo + nextra] = m.direct
+            nextra += 1
+        i = j
+    return nextra

@@ -43,14 +43,17 @@ def pktmbuf_mtod_offset(dom, h, off):
     return pktmbuf_mtod(dom, h) + off
 
 
-@kernel
+@kernel(nrt=True)
 def pktmbuf_data(dom, h):
-    """A ``uint8`` view of segment ``h``'s data (``data_len`` bytes); writes go to the packet."""
+    """A ``uint8`` view of segment ``h``'s data (``data_len`` bytes); writes go to the packet.
+
+    For your own ``@njit`` code (it returns an array, so it is compiled with Numba's runtime and
+    cannot be called from pktbuf's runtime-free kernels, which use ``addr_u8`` instead)."""
     m = dom.mb[h]
     return addr_u8(np.int64(m.buf_addr) + np.int64(m.data_off), np.int64(m.data_len))
 
 
-@kernel
+@kernel(nrt=True)
 def pktmbuf_buffer(dom, h):
     """A ``uint8`` view of segment ``h``'s whole buffer (``buf_len`` bytes)."""
     m = dom.mb[h]

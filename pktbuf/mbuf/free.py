@@ -26,10 +26,10 @@ nothing freed.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray
 
 from .._jit import kernel
 from ..atomics import field_fetch_add
+from ..errors import E_INVAL, E_NOMEM
 from ..mempool.kernels import mempool_generic_put
 from ..rawmem import stack_i32
 from .check import pktmbuf_free_check
@@ -38,6 +38,15 @@ from .layout import F_NOT_DIRECT, NULL, ST_FREE
 from .raw import debug_enabled, mbuf_raw_free
 
 FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
+DEBUG_SCRATCH = 3 * 1024 + 2   # debug-mode double-free detection covers 1024 segments per call
+
+
+@kernel
+def _debug_free_check(dom, mbufs, n):
+    """The debug-mode dry run; beyond DEBUG_SCRATCH segments only the per-mbuf checks run."""
+    scratch = stack_i32(DEBUG_SCRATCH)
+    rc = pktmbuf_free_check(dom, mbufs, n, scratch)
+    return 0 if rc == E_NOMEM else rc
 
 
 @kernel
@@ -84,9 +93,9 @@ def _free_chain(dom, lcore, h):
 def pktmbuf_free(dom, lcore, h):
     """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed."""
     if debug_enabled(dom):
-        one = carray(stack_i32(1), (1,))
+        one = stack_i32(1)
         one[0] = h
-        rc = pktmbuf_free_check(dom, one, 1)
+        rc = _debug_free_check(dom, one, 1)
         if rc < 0:
             return rc
     _free_chain(dom, lcore, h)
@@ -97,7 +106,7 @@ def pktmbuf_free(dom, lcore, h):
 def _staged(dom, lcore, mbufs, start, n):
     """DPDK's algorithm over ``mbufs[start:n]``: stage survivors in pending[64]."""
     mb = dom.mb
-    pending = carray(stack_i32(FREE_PENDING_SZ), (FREE_PENDING_SZ,))
+    pending = stack_i32(FREE_PENDING_SZ)
     npend = 0
     pend_pool = np.int64(-1)
     for i in range(start, n):
@@ -122,8 +131,10 @@ def _staged(dom, lcore, mbufs, start, n):
 @kernel
 def pktmbuf_free_bulk_staged(dom, lcore, mbufs, n):
     """DPDK's array-staged ``rte_pktmbuf_free_bulk``: the reference and the benchmark baseline."""
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     if debug_enabled(dom):
-        rc = pktmbuf_free_check(dom, mbufs, n)
+        rc = _debug_free_check(dom, mbufs, n)
         if rc < 0:
             return rc
     _staged(dom, lcore, mbufs, 0, n)
@@ -136,9 +147,12 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
 
     Equivalent to DPDK's ``rte_pktmbuf_free_bulk``; see the module docstring for how runs of
     one pool go back to it straight from ``mbufs``.  ``mbufs`` itself is not modified.
+    -EINVAL if ``n`` is outside ``mbufs``.
     """
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     if debug_enabled(dom):
-        rc = pktmbuf_free_check(dom, mbufs, n)
+        rc = _debug_free_check(dom, mbufs, n)
         if rc < 0:
             return rc
     mb = dom.mb

@@ -97,3 +97,4 @@ ST_ALLOC = 0xA110            # handed out
 F_EXTERNAL = 1 << 61         # RTE_MBUF_F_EXTERNAL
 F_INDIRECT = 1 << 62         # RTE_MBUF_F_INDIRECT
 F_NOT_DIRECT = F_EXTERNAL | F_INDIRECT
+

@@ -12,11 +12,11 @@ store on the first cache line, which the allocation writes anyway.  It is what l
 from __future__ import annotations
 
 import numpy as np
-from numba import carray
 
 from .._jit import kernel
 from ..rawmem import stack_i32
 from ..mempool.kernels import mempool_generic_get, mempool_generic_put
+from ..errors import E_INVAL
 from ..mempool.layout import CFG_DEBUG
 from .layout import NULL, PORT_INVALID, ST_ALLOC, ST_FREE
 
@@ -117,7 +117,7 @@ def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
 @kernel
 def mbuf_raw_alloc(dom, pid, lcore):
     """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
-    one = carray(stack_i32(1), (1,))
+    one = stack_i32(1)
     rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
     if rc < 0:
         return np.int64(rc)
@@ -131,7 +131,7 @@ def mbuf_raw_free(dom, lcore, h):
     """``rte_mbuf_raw_free``: return one mbuf that is already in the in-pool state."""
     m = dom.mb[h]
     m.state = ST_FREE
-    one = carray(stack_i32(1), (1,))
+    one = stack_i32(1)
     one[0] = h
     mempool_generic_put(dom, np.int64(m.pool), lcore, one, 0, 1)
 
@@ -139,10 +139,12 @@ def mbuf_raw_free(dom, lcore, h):
 @kernel
 def mbuf_raw_free_bulk(dom, pid, lcore, mbufs, n):
     """``rte_mbuf_raw_free_bulk``: ``n`` direct, reinitialised mbufs of pool ``pid`` (fast free)."""
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
     mb = dom.mb
     for i in range(n):
         mb[mbufs[i]].state = ST_FREE
-    mempool_generic_put(dom, pid, lcore, mbufs, 0, n)
+    return mempool_generic_put(dom, pid, lcore, mbufs, 0, n)
 
 
 @kernel

@@ -25,56 +25,68 @@ A put never fails: the ring has room for every object of the pool.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray
 
 from .._jit import kernel
 from ..rawmem import stack_i32
 from ..atomics import fetch_add
 from ..errors import E_BADF, E_INVAL, E_NOENT
 from ..mbuf.layout import ST_ALLOC, ST_FREE
-from ..ring.kernels import (_FIXED, CONS_TAIL, H_MASK, ring_count, ring_do_dequeue,
-                            ring_do_enqueue)
-from .layout import (MAX_LCORE, MAX_POOLS, POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED,
+from ..ring.kernels import (_FIXED, CONS_TAIL, H_MASK, RING_HDR_WORDS, ring_count_at,
+                            ring_do_dequeue, ring_do_enqueue)
+from .layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, MAX_LCORE, MAX_POOLS, STAT_WORDS, POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED,
                      ST_GET_COMMON_POOL_BULK, ST_GET_COMMON_POOL_OBJS, ST_GET_FAIL_BULK,
                      ST_GET_FAIL_OBJS, ST_GET_SUCCESS_BULK, ST_GET_SUCCESS_OBJS,
                      ST_PUT_BULK, ST_PUT_COMMON_POOL_BULK, ST_PUT_COMMON_POOL_OBJS, ST_PUT_OBJS)
 
 
+_U = np.uint64
+
+
 @kernel
-def _stat_add(dom, pid, row, idx, v):
+def _stat_idx(pid, row, k):
+    return (_U(pid) * _U(MAX_LCORE + 1) + _U(row)) * _U(STAT_WORDS) + _U(k)
+
+
+@kernel
+def _stat_add(dom, pid, row, k, v):
     if row == MAX_LCORE:
-        fetch_add(dom.stats, (pid, row, idx), v)   # shared by every cacheless caller
+        fetch_add(dom.stats, _stat_idx(pid, row, k), v)   # shared by every cacheless caller
     else:
-        dom.stats[pid, row, idx] += v
+        dom.stats[_stat_idx(pid, row, k)] += v
+
+
+@kernel
+def _cache_slot(pid, lcore):
+    return _U(pid) * _U(MAX_LCORE) + _U(lcore)
 
 
 @kernel
 def _ring_put(dom, pid, objs, start, n):
     """Backend enqueue of objs[start:start+n]; never fails (the ring holds every object)."""
     p = dom.pools[pid]
-    slots = dom.ring_slots[p.ring_base:p.ring_base + p.ring_size]
-    return ring_do_enqueue(dom.ring_hdr[pid], slots, objs, start, n, _FIXED,
-                           (p.flags & POOL_F_SP_PUT) != 0)
+    return ring_do_enqueue(dom.ring_hdr, _U(pid) * _U(RING_HDR_WORDS), dom.ring_slots,
+                           p.ring_base, objs, start, n, _FIXED, (p.flags & POOL_F_SP_PUT) != 0)
 
 
 @kernel
 def _ring_get(dom, pid, objs, start, n):
     """Backend dequeue into objs[start:start+n], all or nothing; returns n or 0."""
     p = dom.pools[pid]
-    slots = dom.ring_slots[p.ring_base:p.ring_base + p.ring_size]
-    return ring_do_dequeue(dom.ring_hdr[pid], slots, objs, start, n, _FIXED,
-                           (p.flags & POOL_F_SC_GET) != 0)
+    return ring_do_dequeue(dom.ring_hdr, _U(pid) * _U(RING_HDR_WORDS), dom.ring_slots,
+                           p.ring_base, objs, start, n, _FIXED, (p.flags & POOL_F_SC_GET) != 0)
 
 
 @kernel
 def mempool_generic_put(dom, pid, lcore, objs, start, n):
-    """Put ``objs[start:start+n]`` back into pool ``pid``.  Cannot fail.
+    """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0.
 
-    ``lcore`` outside ``[0, MAX_LCORE)`` (e.g. ``LCORE_ANY``) bypasses the cache.  The caller
-    guarantees the objects belong to the pool and are not in it already.
+    Cannot fail for valid arguments (the ring has room for every object of the pool); a range
+    outside ``objs`` returns -EINVAL with nothing done.  ``lcore`` outside ``[0, MAX_LCORE)``
+    (e.g. ``LCORE_ANY``) bypasses the cache.  The caller guarantees the objects belong to the
+    pool and are not in it already.
     """
-    if n <= 0:
-        return
+    if n <= 0 or start < 0 or start + n > objs.size:
+        return 0 if n == 0 else E_INVAL
     size = np.int64(dom.pools[pid].cache_size)
     row = lcore if (lcore >= 0 and lcore < MAX_LCORE) else MAX_LCORE
     _stat_add(dom, pid, row, ST_PUT_BULK, 1)
@@ -83,9 +95,12 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
         _ring_put(dom, pid, objs, start, n)
         _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
         _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, n)
-        return
-    cache = dom.cache_objs[pid, lcore]
-    clen = np.int64(dom.cache_len[pid, lcore, 0])
+        return 0
+    slot = _cache_slot(pid, lcore)
+    li = slot * _U(CACHE_LINE_WORDS)
+    cbase = slot * _U(CACHE_MAX_SIZE)
+    cache = dom.cache_objs
+    clen = np.int64(dom.cache_len[li])
     half = size >> 1
     if clen + n > size:
         if n > half:
@@ -93,17 +108,20 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
             _ring_put(dom, pid, objs, start, n)
             _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
             _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, n)
-            return
+            return 0
         # flush the coldest half (the bottom of the stack) and keep the hot top
-        _ring_put(dom, pid, cache, 0, half)
+        _ring_put(dom, pid, cache, cbase, half)
         _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
         _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, half)
-        for i in range(clen - half):
-            cache[i] = cache[half + i]
+        for i in range(_U(clen - half)):
+            cache[cbase + i] = cache[cbase + _U(half) + i]
         clen -= half
-    for i in range(n):
-        cache[clen + i] = objs[start + i]
-    dom.cache_len[pid, lcore, 0] = clen + n
+    dst = cbase + _U(clen)
+    src = _U(start)
+    for i in range(_U(n)):
+        cache[dst + i] = objs[src + i]
+    dom.cache_len[li] = clen + n
+    return 0
 
 
 @kernel
@@ -112,9 +130,11 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
 
     Returns 0, or ``E_NOENT`` (-2) with nothing taken when the pool (ring plus this lcore's
     cache) has fewer than ``n``.  Like DPDK, it can fail while other lcores' caches hold objects.
+    A negative ``n`` or a range outside ``objs`` returns -EINVAL (DPDK's unsigned count would
+    wrap to ~4e9 and fail the same way).
     """
-    if n <= 0:
-        return 0
+    if n <= 0 or start < 0 or start + n > objs.size:
+        return 0 if n == 0 else E_INVAL
     size = np.int64(dom.pools[pid].cache_size)
     row = lcore if (lcore >= 0 and lcore < MAX_LCORE) else MAX_LCORE
     if size == 0 or row == MAX_LCORE:
@@ -127,26 +147,34 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
         _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
         _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
         return 0
-    cache = dom.cache_objs[pid, lcore]
-    clen = np.int64(dom.cache_len[pid, lcore, 0])
+    slot = _cache_slot(pid, lcore)
+    li = slot * _U(CACHE_LINE_WORDS)
+    cbase = slot * _U(CACHE_MAX_SIZE)
+    cache = dom.cache_objs
+    clen = np.int64(dom.cache_len[li])
+    dst = _U(start)
     if n <= clen:
-        # the common case: the cache is a stack, hottest object first
-        top = clen - 1
-        for i in range(n):
-            objs[start + i] = cache[top - i]
-        dom.cache_len[pid, lcore, 0] = clen - n
-        dom.stats[pid, row, ST_GET_SUCCESS_BULK] += 1
-        dom.stats[pid, row, ST_GET_SUCCESS_OBJS] += n
+        # the common case: the cache is a stack, copied out in reverse so the hottest
+        # object goes out first
+        top = cbase + _U(clen - 1)
+        for i in range(_U(n)):
+            objs[dst + i] = cache[top - i]
+        dom.cache_len[li] = clen - n
+        _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
+        _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
         return 0
     # hand out the whole cache (copy only: it is not emptied until the ring has delivered)
-    for i in range(clen):
-        objs[start + i] = cache[clen - 1 - i]
+    top = cbase + _U(clen - 1)
+    for i in range(_U(clen)):
+        objs[dst + i] = cache[top - i]
     remaining = n - clen
     half = size >> 1
     new_len = -1
-    if remaining <= half and _ring_get(dom, pid, cache, 0, half) == half:
-        for i in range(remaining):
-            objs[start + clen + i] = cache[half - 1 - i]
+    if remaining <= half and _ring_get(dom, pid, cache, cbase, half) == half:
+        top = cbase + _U(half - 1)
+        d2 = dst + _U(clen)
+        for i in range(_U(remaining)):
+            objs[d2 + i] = cache[top - i]
         new_len = half - remaining
         _stat_add(dom, pid, row, ST_GET_COMMON_POOL_BULK, 1)
         _stat_add(dom, pid, row, ST_GET_COMMON_POOL_OBJS, half)
@@ -159,7 +187,7 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
         _stat_add(dom, pid, row, ST_GET_FAIL_BULK, 1)
         _stat_add(dom, pid, row, ST_GET_FAIL_OBJS, n)
         return E_NOENT
-    dom.cache_len[pid, lcore, 0] = new_len
+    dom.cache_len[li] = new_len
     _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
     _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
     return 0
@@ -173,14 +201,15 @@ def mempool_get_bulk(dom, pid, lcore, objs, n):
 
 @kernel
 def mempool_put_bulk(dom, pid, lcore, objs, n):
-    """``rte_mempool_put_bulk``: return ``objs[:n]`` to pool ``pid``; cannot fail."""
-    mempool_generic_put(dom, pid, lcore, objs, 0, n)
+    """``rte_mempool_put_bulk``: return ``objs[:n]`` to pool ``pid``; 0 (-EINVAL if ``n`` is
+    outside ``objs``)."""
+    return mempool_generic_put(dom, pid, lcore, objs, 0, n)
 
 
 @kernel
 def mempool_get(dom, pid, lcore):
     """One object, or -ENOENT (-2) if the pool is empty."""
-    one = carray(stack_i32(1), (1,))
+    one = stack_i32(1)
     rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
     return rc if rc < 0 else np.int64(one[0])
 
@@ -188,9 +217,9 @@ def mempool_get(dom, pid, lcore):
 @kernel
 def mempool_put(dom, pid, lcore, obj):
     """Return one object."""
-    one = carray(stack_i32(1), (1,))
+    one = stack_i32(1)
     one[0] = obj
-    mempool_generic_put(dom, pid, lcore, one, 0, 1)
+    return mempool_generic_put(dom, pid, lcore, one, 0, 1)
 
 
 @kernel
@@ -198,19 +227,21 @@ def mempool_cache_flush(dom, pid, lcore):
     """Move everything in ``lcore``'s cache of pool ``pid`` back to the ring."""
     if lcore < 0 or lcore >= MAX_LCORE:
         return
-    clen = np.int64(dom.cache_len[pid, lcore, 0])
+    slot = _cache_slot(pid, lcore)
+    li = slot * _U(CACHE_LINE_WORDS)
+    clen = np.int64(dom.cache_len[li])
     if clen > 0:
-        _ring_put(dom, pid, dom.cache_objs[pid, lcore], 0, clen)
-        dom.cache_len[pid, lcore, 0] = 0
+        _ring_put(dom, pid, dom.cache_objs, slot * _U(CACHE_MAX_SIZE), clen)
+        dom.cache_len[li] = 0
 
 
 @kernel
 def mempool_avail_count(dom, pid):
     """Objects available in pool ``pid``: the ring plus every cache (a snapshot)."""
-    c = ring_count(dom.ring_hdr[pid])
+    c = ring_count_at(dom.ring_hdr, _U(pid) * _U(RING_HDR_WORDS))
     if dom.pools[pid].cache_size > 0:
         for lc in range(MAX_LCORE):
-            c += dom.cache_len[pid, lc, 0]
+            c += dom.cache_len[_cache_slot(pid, lc) * _U(CACHE_LINE_WORDS)]
     size = np.int64(dom.pools[pid].size)
     return c if c <= size else size
 
@@ -228,12 +259,12 @@ def pool_valid(dom, pid):
 
 
 @kernel
-def mempool_audit(dom, pid):
+def mempool_audit(dom, pid, seen):
     """Prove every object of pool ``pid`` is accounted for exactly once.
 
     Walks the ring and every cache: each object found there must belong to the pool, be found
     once only, and be marked free (``state == ST_FREE``); every object not found must be marked
-    handed out (``ST_ALLOC``).  Run it while the pool is quiescent.  Returns the number of
+    handed out (``ST_ALLOC``).  ``seen`` is uint8 scratch of at least the pool size.  Run it while the pool is quiescent.  Returns the number of
     objects in the pool (>= 0), ``E_INVAL`` on a count mismatch or a foreign/duplicated object,
     or ``E_BADF`` if an object's state disagrees with where it was found.
     """
@@ -242,16 +273,19 @@ def mempool_audit(dom, pid):
     p = dom.pools[pid]
     base = np.int64(p.obj_base)
     size = np.int64(p.size)
-    seen = np.zeros(size, np.uint8)
-    hdr = dom.ring_hdr[pid]
-    slots = dom.ring_slots[p.ring_base:p.ring_base + p.ring_size]
-    mask = np.int64(hdr[H_MASK])
-    cnt = ring_count(hdr)
-    cons = np.int64(hdr[CONS_TAIL])
+    if seen.size < size:
+        return E_INVAL
+    seen[:size] = 0
+    ho = _U(pid) * _U(RING_HDR_WORDS)
+    hdr = dom.ring_hdr
+    rb = np.int64(p.ring_base)
+    mask = np.int64(hdr[ho + _U(H_MASK)])
+    cnt = ring_count_at(hdr, ho)
+    cons = np.int64(hdr[ho + _U(CONS_TAIL)])
     found = 0
     bad = False
     for i in range(cnt):
-        h = np.int64(slots[(cons + i) & mask])
+        h = np.int64(dom.ring_slots[rb + ((cons + i) & mask)])
         k = h - base
         if k < 0 or k >= size or seen[k] != 0:
             return E_INVAL
@@ -259,11 +293,12 @@ def mempool_audit(dom, pid):
         found += 1
     if p.cache_size > 0:
         for lc in range(MAX_LCORE):
-            clen = np.int64(dom.cache_len[pid, lc, 0])
+            slot = _cache_slot(pid, lc)
+            clen = np.int64(dom.cache_len[slot * _U(CACHE_LINE_WORDS)])
             if clen < 0 or clen > p.cache_size:
                 return E_INVAL
             for i in range(clen):
-                h = np.int64(dom.cache_objs[pid, lc, i])
+                h = np.int64(dom.cache_objs[slot * _U(CACHE_MAX_SIZE) + _U(i)])
                 k = h - base
                 if k < 0 or k >= size or seen[k] != 0:
                     return E_INVAL

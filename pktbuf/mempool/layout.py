@@ -13,12 +13,18 @@ Every array is allocated once, at its maximum size, as a lazily committed mappin
 Per pool (``pid``):
 
 * ``pools[pid]`` -- the pool description (:data:`POOL_DTYPE`).
-* ``ring_hdr[pid]`` + ``ring_slots[ring_base : ring_base + ring_size]`` -- the pool's ring,
-  with the layout of :mod:`pktbuf.ring.kernels` (the "ring_mp_mc" backend).
-* ``cache_len[pid, lcore, 0]`` and ``cache_objs[pid, lcore, :cache_size]`` -- one cache per
+* ``ring_hdr[pid * RING_HDR_WORDS:]`` + ``ring_slots[ring_base : ring_base + ring_size]`` --
+  the pool's ring, with the layout of :mod:`pktbuf.ring.kernels` ("ring_mp_mc" backend).
+* ``cache_len[(pid * MAX_LCORE + lcore) * CACHE_LINE_WORDS]`` and
+  ``cache_objs[(pid * MAX_LCORE + lcore) * CACHE_MAX_SIZE:][:cache_size]`` -- one cache per
   lcore, each length on its own cache line.
-* ``stats[pid, lcore]`` -- statistics counters of that lcore (row ``MAX_LCORE`` collects calls
-  made without a cache, with atomic adds because several threads may share it).
+* ``stats[((pid * (MAX_LCORE + 1)) + lcore) * STAT_WORDS:]`` -- the statistics counters of
+  that lcore (row ``MAX_LCORE`` collects calls made without a cache, with atomic adds because
+  several threads may share it).
+
+The arrays are flat (one dimension) on purpose: kernels index them with unsigned arithmetic
+and never create views, which in Numba would cost two atomic reference-count updates each.
+The facade offers shaped views (``Domain.cache_len_view`` etc.) for inspection.
 """
 from __future__ import annotations
 
@@ -77,11 +83,11 @@ CFG_WORDS = 16
 DomainState = namedtuple("DomainState", [
     "mb",          # MBUF_DTYPE[max_objs]: object headers / mbuf descriptors
     "pools",       # POOL_DTYPE[MAX_POOLS]
-    "ring_hdr",    # uint32[MAX_POOLS, RING_HDR_WORDS]
+    "ring_hdr",    # uint32[MAX_POOLS * RING_HDR_WORDS]
     "ring_slots",  # int32[max_ring_slots]
-    "cache_len",   # int32[MAX_POOLS, MAX_LCORE, CACHE_LINE_WORDS]
-    "cache_objs",  # int32[MAX_POOLS, MAX_LCORE, CACHE_MAX_SIZE]
-    "stats",       # int64[MAX_POOLS, MAX_LCORE + 1, STAT_WORDS]
+    "cache_len",   # int32[MAX_POOLS * MAX_LCORE * CACHE_LINE_WORDS]
+    "cache_objs",  # int32[MAX_POOLS * MAX_LCORE * CACHE_MAX_SIZE]
+    "stats",       # int64[MAX_POOLS * (MAX_LCORE + 1) * STAT_WORDS]
     "cfg",         # int64[CFG_WORDS]
 ])
 DomainState.__doc__ = """The arrays of a domain, passed to every mempool/mbuf kernel.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import check_count, check_handles
+from ..errors import InvalidArgument, check_count, check_handles
 from ..rawmem import Region
 from . import kernels as K
 from .kernels import (RING_F_EXACT_SZ, RING_F_SC_DEQ, RING_F_SP_ENQ, RING_HDR_WORDS, RING_MAGIC,
@@ -44,7 +44,7 @@ class Ring:
         if exact:
             size, capacity = _size_for(count), count
         elif count & (count - 1) or count < 2:
-            raise ValueError(f"count must be a power of two >= 2 without exact=True, got {count}")
+            raise InvalidArgument(f"count must be a power of two >= 2 without exact=True, got {count}")
         else:
             size, capacity = count, count - 1
         flags = (RING_F_SP_ENQ if sp else 0) | (RING_F_SC_DEQ if sc else 0) | (RING_F_EXACT_SZ if exact else 0)
@@ -129,14 +129,16 @@ class Ring:
 
     def dequeue_bulk(self, n: int) -> np.ndarray:
         """Dequeue exactly ``n`` objects, or return an empty array if fewer are there."""
-        n = check_count(n, "n", hi=self.size)
+        n = check_count(n, "n")
+        if n > self.capacity:
+            return np.empty(0, np.int32)
         out = np.empty(n, np.int32)
         got = int(K.ring_dequeue_bulk(self.hdr, self.slots, out, n))
         return out[:got]
 
     def dequeue_burst(self, n: int) -> np.ndarray:
         """Dequeue up to ``n`` objects."""
-        n = check_count(n, "n", hi=self.size)
+        n = min(check_count(n, "n"), self.capacity)
         out = np.empty(n, np.int32)
         got = int(K.ring_dequeue_burst(self.hdr, self.slots, out, n))
         return out[:got]

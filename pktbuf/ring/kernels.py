@@ -82,14 +82,21 @@ def ring_init(hdr, slots, capacity, flags):
     return 0
 
 
+# The internal functions take the ring as (hdr, ho, slots, so): the header lives at word
+# offset ``ho`` of ``hdr`` and the slots at offset ``so`` of ``slots``.  A mempool's ring is a
+# piece of the domain's flat arrays; creating views of them per call would cost two atomic
+# reference-count updates each, so offsets are passed instead.  Index arithmetic is unsigned:
+# Numba adds negative-index wrap-around code to every signed index, which also stops LLVM
+# from vectorising the copy loops.
+
 @kernel
-def _move_prod_head(hdr, n, behavior, single):
+def _move_prod_head(hdr, ho, n, behavior, single):
     """Reserve up to ``n`` slots; returns (count, old_head).  count 0 means nothing reserved."""
-    capacity = np.int64(hdr[H_CAPACITY])
+    capacity = np.int64(hdr[ho + H_CAPACITY])
     while True:
-        old_head = np.int64(load_relaxed(hdr, PROD_HEAD))
+        old_head = np.int64(load_relaxed(hdr, ho + PROD_HEAD))
         # acquire: the consumer has finished reading the slots it released
-        cons_tail = np.int64(load_acquire(hdr, CONS_TAIL))
+        cons_tail = np.int64(load_acquire(hdr, ho + CONS_TAIL))
         free = (capacity + cons_tail - old_head) & _M32
         m = n
         if m > free:
@@ -100,20 +107,20 @@ def _move_prod_head(hdr, n, behavior, single):
             return 0, old_head
         new_head = (old_head + m) & _M32
         if single:
-            hdr[PROD_HEAD] = np.uint32(new_head)
+            hdr[ho + PROD_HEAD] = np.uint32(new_head)
             return m, old_head
-        if np.int64(cas(hdr, PROD_HEAD, old_head, new_head)) == old_head:
+        if np.int64(cas(hdr, ho + PROD_HEAD, old_head, new_head)) == old_head:
             return m, old_head
         cpu_pause()
 
 
 @kernel
-def _move_cons_head(hdr, n, behavior, single):
+def _move_cons_head(hdr, ho, n, behavior, single):
     """Claim up to ``n`` filled slots; returns (count, old_head)."""
     while True:
-        old_head = np.int64(load_relaxed(hdr, CONS_HEAD))
+        old_head = np.int64(load_relaxed(hdr, ho + CONS_HEAD))
         # acquire: the producer's slot writes are visible once we see its tail
-        prod_tail = np.int64(load_acquire(hdr, PROD_TAIL))
+        prod_tail = np.int64(load_acquire(hdr, ho + PROD_TAIL))
         entries = (prod_tail - old_head) & _M32
         m = n
         if m > entries:
@@ -124,9 +131,9 @@ def _move_cons_head(hdr, n, behavior, single):
             return 0, old_head
         new_head = (old_head + m) & _M32
         if single:
-            hdr[CONS_HEAD] = np.uint32(new_head)
+            hdr[ho + CONS_HEAD] = np.uint32(new_head)
             return m, old_head
-        if np.int64(cas(hdr, CONS_HEAD, old_head, new_head)) == old_head:
+        if np.int64(cas(hdr, ho + CONS_HEAD, old_head, new_head)) == old_head:
             return m, old_head
         cpu_pause()
 
@@ -142,59 +149,67 @@ def _update_tail(hdr, tail_idx, old_val, new_val, single):
 
 
 @kernel
-def _copy_in(slots, mask, head, objs, start, m):
-    idx = head & mask
-    size = mask + 1
-    if idx + m <= size:
-        for i in range(m):
-            slots[idx + i] = objs[start + i]
-    else:
-        first = size - idx
-        for i in range(first):
-            slots[idx + i] = objs[start + i]
-        for i in range(first, m):
-            slots[i - first] = objs[start + i]
+def _copy_in(slots, so, mask, head, objs, start, m):
+    so = np.uint64(so)
+    start = np.uint64(start)
+    idx = np.uint64(head) & np.uint64(mask)
+    size = np.uint64(mask) + np.uint64(1)
+    m = np.uint64(m)
+    first = size - idx if idx + m > size else m
+    for i in range(first):
+        slots[so + idx + i] = objs[start + i]
+    for i in range(first, m):
+        slots[so + i - first] = objs[start + i]
 
 
 @kernel
-def _copy_out(slots, mask, head, objs, start, m):
-    idx = head & mask
-    size = mask + 1
-    if idx + m <= size:
-        for i in range(m):
-            objs[start + i] = slots[idx + i]
-    else:
-        first = size - idx
-        for i in range(first):
-            objs[start + i] = slots[idx + i]
-        for i in range(first, m):
-            objs[start + i] = slots[i - first]
+def _copy_out(slots, so, mask, head, objs, start, m):
+    so = np.uint64(so)
+    start = np.uint64(start)
+    idx = np.uint64(head) & np.uint64(mask)
+    size = np.uint64(mask) + np.uint64(1)
+    m = np.uint64(m)
+    first = size - idx if idx + m > size else m
+    for i in range(first):
+        objs[start + i] = slots[so + idx + i]
+    for i in range(first, m):
+        objs[start + i] = slots[so + i - first]
 
 
 @kernel
-def ring_do_enqueue(hdr, slots, objs, start, n, behavior, single):
+def ring_do_enqueue(hdr, ho, slots, so, objs, start, n, behavior, single):
     """Enqueue ``objs[start:start+n]``; the common body of every enqueue call."""
     if n <= 0:
         return 0
-    m, old_head = _move_prod_head(hdr, n, behavior, single)
+    m, old_head = _move_prod_head(hdr, ho, n, behavior, single)
     if m == 0:
         return 0
-    _copy_in(slots, np.int64(hdr[H_MASK]), old_head, objs, start, m)
-    _update_tail(hdr, PROD_TAIL, old_head, (old_head + m) & _M32, single)
+    _copy_in(slots, so, hdr[ho + H_MASK], old_head, objs, start, m)
+    _update_tail(hdr, ho + PROD_TAIL, old_head, (old_head + m) & _M32, single)
     return m
 
 
 @kernel
-def ring_do_dequeue(hdr, slots, objs, start, n, behavior, single):
+def ring_do_dequeue(hdr, ho, slots, so, objs, start, n, behavior, single):
     """Dequeue into ``objs[start:start+n]``; the common body of every dequeue call."""
     if n <= 0:
         return 0
-    m, old_head = _move_cons_head(hdr, n, behavior, single)
+    m, old_head = _move_cons_head(hdr, ho, n, behavior, single)
     if m == 0:
         return 0
-    _copy_out(slots, np.int64(hdr[H_MASK]), old_head, objs, start, m)
-    _update_tail(hdr, CONS_TAIL, old_head, (old_head + m) & _M32, single)
+    _copy_out(slots, so, hdr[ho + H_MASK], old_head, objs, start, m)
+    _update_tail(hdr, ho + CONS_TAIL, old_head, (old_head + m) & _M32, single)
     return m
+
+
+@kernel
+def ring_count_at(hdr, ho):
+    """Objects in the ring whose header is at ``hdr[ho:]`` (a snapshot)."""
+    prod_tail = np.int64(load_acquire(hdr, ho + PROD_TAIL))
+    cons_tail = np.int64(load_acquire(hdr, ho + CONS_TAIL))
+    c = (prod_tail - cons_tail) & _M32
+    cap = np.int64(hdr[ho + H_CAPACITY])
+    return c if c <= cap else cap
 
 
 # --- the DPDK-named entry points --------------------------------------------------------------
@@ -202,83 +217,79 @@ def ring_do_dequeue(hdr, slots, objs, start, n, behavior, single):
 @kernel
 def ring_mp_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects (multi-producer safe); returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, slots, objs, 0, n, _FIXED, False)
+    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _FIXED, False)
 
 
 @kernel
 def ring_sp_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects (single producer); returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, slots, objs, 0, n, _FIXED, True)
+    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _FIXED, True)
 
 
 @kernel
 def ring_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects in the ring's own producer mode; returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, slots, objs, 0, n, _FIXED, (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
+    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _FIXED, (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
 
 
 @kernel
 def ring_mp_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects (multi-producer safe); returns how many."""
-    return ring_do_enqueue(hdr, slots, objs, 0, n, _VARIABLE, False)
+    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, False)
 
 
 @kernel
 def ring_sp_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects (single producer); returns how many."""
-    return ring_do_enqueue(hdr, slots, objs, 0, n, _VARIABLE, True)
+    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, True)
 
 
 @kernel
 def ring_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects in the ring's own producer mode; returns how many."""
-    return ring_do_enqueue(hdr, slots, objs, 0, n, _VARIABLE, (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
+    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
 
 
 @kernel
 def ring_mc_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects (multi-consumer safe); returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, slots, objs, 0, n, _FIXED, False)
+    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _FIXED, False)
 
 
 @kernel
 def ring_sc_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects (single consumer); returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, slots, objs, 0, n, _FIXED, True)
+    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _FIXED, True)
 
 
 @kernel
 def ring_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects in the ring's own consumer mode; returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, slots, objs, 0, n, _FIXED, (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
+    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _FIXED, (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
 
 
 @kernel
 def ring_mc_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects (multi-consumer safe); returns how many."""
-    return ring_do_dequeue(hdr, slots, objs, 0, n, _VARIABLE, False)
+    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, False)
 
 
 @kernel
 def ring_sc_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects (single consumer); returns how many."""
-    return ring_do_dequeue(hdr, slots, objs, 0, n, _VARIABLE, True)
+    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, True)
 
 
 @kernel
 def ring_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects in the ring's own consumer mode; returns how many."""
-    return ring_do_dequeue(hdr, slots, objs, 0, n, _VARIABLE, (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
+    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
 
 
 @kernel
 def ring_count(hdr):
     """Objects in the ring (a snapshot: exact only when nobody is enqueuing or dequeuing)."""
-    prod_tail = np.int64(load_acquire(hdr, PROD_TAIL))
-    cons_tail = np.int64(load_acquire(hdr, CONS_TAIL))
-    c = (prod_tail - cons_tail) & _M32
-    cap = np.int64(hdr[H_CAPACITY])
-    return c if c <= cap else cap
+    return ring_count_at(hdr, 0)
 
 
 @kernel

@@ -1,0 +1,53 @@
+"""Every kernel a user's own ``@njit`` code may call, under DPDK's names.
+
+    from numba import njit
+    import pktbuf
+    from pktbuf.kernels import pktmbuf_alloc_bulk, pktmbuf_free_bulk
+
+    pool = pktbuf.PktmbufPool(8192, cache_size=256)
+    dom, pid = pool.domain.state, pool.id
+
+    @njit(nogil=True)
+    def loop(dom, pid, lcore, n):
+        burst = np.empty(32, np.int32)
+        for _ in range(n):
+            if pktmbuf_alloc_bulk(dom, pid, lcore, burst, 32) == 0:
+                ...                                   # fill, send, ...
+                pktmbuf_free_bulk(dom, lcore, burst, 32)
+
+Conventions: ``dom`` is the domain's :class:`~pktbuf.mempool.layout.DomainState`; ``pid`` a
+pool id (``pool.id``); ``lcore`` the caller's lcore id (0..127, unique per thread, or
+``LCORE_ANY`` = -1 for no cache); mbufs are ``int32`` handles, ``NULL`` = -1; arrays of handles
+are C-contiguous ``int32``.  Calls return counts or 0, or a negative errno on failure (see
+:mod:`pktbuf.errors`).  Addresses are plain integers: view memory with :func:`addr_u8`.
+"""
+from .atomics import (cas, compiler_barrier, cpu_pause, exchange, fence, fence_acquire,  # noqa: F401
+                      fence_release, fetch_add, fetch_and, fetch_or, fetch_sub, field_cas,
+                      field_fetch_add, field_load_acquire, field_store_release, load_acquire,
+                      load_relaxed, store_release, store_relaxed)
+from .mbuf.check import mbuf_check, mbuf_handle_valid, mbuf_raw_check, pktmbuf_free_check  # noqa: F401
+from .mbuf.data import (pktmbuf_adj, pktmbuf_append, pktmbuf_buffer, pktmbuf_chain,  # noqa: F401
+                        pktmbuf_copy, pktmbuf_data, pktmbuf_headroom, pktmbuf_is_contiguous,
+                        pktmbuf_lastseg, pktmbuf_linearize, pktmbuf_mtod, pktmbuf_mtod_offset,
+                        pktmbuf_prepend, pktmbuf_read, pktmbuf_tailroom, pktmbuf_trim)
+from .mbuf.dynfield import mbuf_dynfield_read, mbuf_dynfield_write  # noqa: F401
+from .mbuf.free import (pktmbuf_free, pktmbuf_free_bulk, pktmbuf_free_bulk_staged,  # noqa: F401
+                        pktmbuf_free_seg, pktmbuf_prefree_seg)
+from .mbuf.indirect import (mbuf_from_indirect, mbuf_refcnt_read, mbuf_refcnt_set,  # noqa: F401
+                            mbuf_refcnt_update, pktmbuf_attach, pktmbuf_clone, pktmbuf_detach)
+from .mbuf.layout import F_EXTERNAL, F_INDIRECT, NULL, PORT_INVALID  # noqa: F401
+from .mbuf.offload import mbuf_tx_offload  # noqa: F401
+from .mbuf.raw import (mbuf_raw_alloc, mbuf_raw_alloc_bulk, mbuf_raw_free,  # noqa: F401
+                       mbuf_raw_free_bulk, pktmbuf_alloc, pktmbuf_alloc_bulk, pktmbuf_reset)
+from .mempool.kernels import (mempool_avail_count, mempool_cache_flush, mempool_get,  # noqa: F401
+                              mempool_get_bulk, mempool_in_use_count, mempool_put,
+                              mempool_put_bulk)
+from .mempool.layout import LCORE_ANY, MAX_LCORE  # noqa: F401
+from .rawmem import addr_u8, load_u8, memcpy, memmove, memset, stack_i32, store_u8  # noqa: F401
+from .ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
+                           ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,
+                           ring_mc_dequeue_bulk, ring_mc_dequeue_burst, ring_mp_enqueue_bulk,
+                           ring_mp_enqueue_burst, ring_sc_dequeue_bulk, ring_sc_dequeue_burst,
+                           ring_sp_enqueue_bulk, ring_sp_enqueue_burst)
+
+__all__ = [n for n in dir() if not n.startswith("_")]
