@@ -20,7 +20,6 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import compiler_barrier, fetch_add, load_acquire
-from ..borrow import borrow
 from ..heap import Heap
 from ..heap.kernels import heap_free, heap_malloc
 from ..rawmem import load_u8, memset
@@ -37,7 +36,6 @@ DPDK_REF = {"64B pair 1T": "68-103 ns", "64B pair 2T per thread": "315-350 ns",
 def malloc_free_pairs(heap, size, n, gate):
     """``n`` malloc + free pairs of ``size`` bytes; waits at ``gate`` (count, needed) first so
     that threads start together.  Returns the number of failed mallocs (0 expected)."""
-    heap = borrow(heap)
     fetch_add(gate, 0, 1)
     while load_acquire(gate, 0) < gate[1]:
         pass

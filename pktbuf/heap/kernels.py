@@ -55,7 +55,6 @@ from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .._jit import kernel
 from ..atomics import field_cas, field_load_acquire, field_store_release
-from ..borrow import borrow
 from ..errors import E_ALREADY, E_BADF, E_FAULT, E_INVAL, E_NOMEM
 from ..rawmem import addr_u8, memcpy, memset
 from ..spinlock import spin_is_locked, spin_lock, spin_unlock
@@ -373,7 +372,6 @@ def _free_claimed(heap, g):
 def heap_init(heap, base, ngrains, dirty):
     """One free element over ``ngrains`` grains at address ``base`` (64-byte aligned);
     ``dirty`` if the memory's contents are unknown.  Returns 0 or -22."""
-    heap = borrow(heap)
     ctl = heap.ctl
     elems = heap.elems
     if ngrains < 1 or ngrains > MAX_GRAINS or elems.size < ngrains \
@@ -406,7 +404,6 @@ def heap_init(heap, base, ngrains, dirty):
 def heap_malloc(heap, size, align):
     """``rte_malloc``: a block of at least ``size`` bytes aligned to ``align`` (0 = 64, a power
     of two); its address, or -22 / -12.  The bytes are not cleared."""
-    heap = borrow(heap)
     a = _malloc(heap, size, align)
     if a < 0:
         return a
@@ -417,7 +414,6 @@ def heap_malloc(heap, size, align):
 def heap_zmalloc(heap, size, align):
     """``rte_zmalloc``: as heap_malloc, and the block reads as zeros.  Only its dirty part (if
     any) is memset: freed memory is already zero."""
-    heap = borrow(heap)
     a = _malloc(heap, size, align)
     if a < 0:
         return a
@@ -429,7 +425,6 @@ def heap_zmalloc(heap, size, align):
 def heap_calloc(heap, num, size, align):
     """``rte_calloc``: zeroed room for ``num`` objects of ``size`` bytes; -22 if either is not
     positive, -12 if the product is larger than any heap can be."""
-    heap = borrow(heap)
     if num <= 0 or size <= 0:
         return np.int64(E_INVAL)
     if num > _MAX_SIZE // size:
@@ -441,7 +436,6 @@ def heap_calloc(heap, num, size, align):
 def heap_free(heap, ptr):
     """``rte_free``: return a block.  0, or -9 (not a block of this heap), -114 (already free
     or being freed); on error nothing changes.  ``ptr == 0`` is a no-op."""
-    heap = borrow(heap)
     if ptr == 0:
         return 0
     g = _ptr_grain(heap.ctl, ptr)
@@ -529,7 +523,6 @@ def heap_realloc(heap, ptr, size, align):
     block is untouched, as C's realloc.  -22 for size <= 0 or a bad alignment; -9 / -114 as
     heap_free.  Bytes beyond the old size are not cleared.
     """
-    heap = borrow(heap)
     if ptr == 0:
         return heap_malloc(heap, size, align)
     rc = _check_args(size, align)
@@ -568,7 +561,6 @@ def heap_realloc(heap, ptr, size, align):
 @kernel
 def heap_malloc_validate(heap, ptr):
     """``rte_malloc_validate``: the usable size of live block ``ptr`` (bytes), or -9 / -114."""
-    heap = borrow(heap)
     g = _ptr_grain(heap.ctl, ptr)
     if g < 0:
         return np.int64(E_BADF)
@@ -584,7 +576,6 @@ def heap_malloc_validate(heap, ptr):
 def heap_find_elem(heap, ptr):
     """Start grain and state of the element containing address ``ptr`` (a walk under the lock,
     for error reports), or (-1, -1) if ``ptr`` is outside the heap."""
-    heap = borrow(heap)
     ctl = heap.ctl
     off = np.int64(ptr) - ctl[H_BASE]
     n = ctl[H_NGRAINS]
@@ -610,8 +601,6 @@ def heap_find_elem(heap, ptr):
 def heap_get_stats(heap, out):
     """``rte_malloc_get_socket_stats``: ``out[:6]`` = total, free, allocated bytes, greatest free
     block (bytes), free elements, allocated elements (see ``layout.STAT_NAMES``)."""
-    heap = borrow(heap)
-    out = borrow(out)
     ctl = heap.ctl
     elems = heap.elems
     spin_lock(ctl, H_LOCK)
@@ -642,8 +631,6 @@ def heap_validate(heap, check_zero, info):
     grain where it was found.  ``check_zero`` also reads every byte of free memory outside the
     dirty ranges (slow).
     """
-    heap = borrow(heap)
-    info = borrow(info)
     ctl = heap.ctl
     elems = heap.elems
     n = ctl[H_NGRAINS]

@@ -33,7 +33,6 @@ from collections import namedtuple
 import numpy as np
 
 from .._jit import kernel
-from ..borrow import borrow
 from ..atomics import field_cas, field_load_acquire, load_relaxed
 from ..errors import E_ALREADY, E_BADF, E_NOMEM
 from ..spinlock import spin_lock, spin_unlock
@@ -84,7 +83,6 @@ def arena_init(arena, n_pages, page_shift, base):
 
     Page 0 goes out first.  Returns 0, or -22 (EINVAL) if the arrays are too small.
     """
-    arena = borrow(arena)
     if n_pages < 1 or arena.pages.size < n_pages or arena.free_stack.size < n_pages \
             or arena.ctl.size < ARENA_CTL_WORDS or page_shift < 6 or page_shift > 30:
         return -22
@@ -123,7 +121,6 @@ def alloc_page(arena):
 
     Takes the arena lock for this one page: the per-call cost a bulk call amortises.
     """
-    arena = borrow(arena)
     ctl = arena.ctl
     spin_lock(ctl, A_LOCK)
     top = ctl[A_FREE_TOP]
@@ -150,8 +147,6 @@ def alloc_pages_bulk(arena, page_array, n):
     many slots were filled (0 when none were empty or the arena is empty).  One lock round trip
     for the whole call.
     """
-    arena = borrow(arena)
-    page_array = borrow(page_array)
     need = 0
     for i in range(n):
         if page_array[i] < 0:
@@ -217,7 +212,6 @@ def put_page(arena, p):
     the arena, -114 (EALREADY) if the page has no reference (already free) -- then nothing
     changes.
     """
-    arena = borrow(arena)
     if not page_valid(arena, p):
         return E_BADF
     pages = arena.pages
@@ -237,7 +231,6 @@ def put_page(arena, p):
 def get_page(arena, p):
     """Take one more reference on page ``p`` (which must have one); returns the new count,
     or -9 (EBADF) / -114 (EALREADY, the page is free)."""
-    arena = borrow(arena)
     if not page_valid(arena, p):
         return E_BADF
     pages = arena.pages
@@ -252,7 +245,6 @@ def get_page(arena, p):
 @kernel
 def page_ref_count(arena, p):
     """The reference count of page ``p`` (0 = free), or -9 (EBADF)."""
-    arena = borrow(arena)
     if not page_valid(arena, p):
         return E_BADF
     return np.int64(field_load_acquire(arena.pages, p, "refcount"))
@@ -267,7 +259,6 @@ def page_address(arena, p):
 @kernel
 def arena_free_count(arena):
     """Pages in the allocator (a snapshot)."""
-    arena = borrow(arena)
     return load_relaxed(arena.ctl, A_FREE_TOP)
 
 

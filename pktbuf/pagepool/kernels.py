@@ -58,10 +58,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import carray
 
 from .._jit import kernel
-from ..borrow import borrow
 from ..atomics import fetch_add, field_cas, field_load_acquire, load_relaxed, store_relaxed
 from ..errors import E_ALREADY, E_BADF, E_BUSY, E_INVAL, E_NOMEM
 from ..rawmem import stack_i32
@@ -165,8 +163,6 @@ def page_pool_return_page(pool, arena, p):
     The release count is bumped before the page reference is dropped: after that the page (and,
     for the last page of a destroyed pool, the pool) must not be touched.
     """
-    pool = borrow(pool)
-    arena = borrow(arena)
     _leave_pool(pool, arena, p)
     put_page(arena, p)
 
@@ -253,15 +249,32 @@ def _alloc_slow_single(pool, arena):
 
 
 @kernel
+def _alloc_pages_slow(pool, arena):
+    """Cache empty: refill from the ring, else the slow path.  A page or a negative code."""
+    ctl = pool.ctl
+    if ctl[P_STATE] != PP_ALIVE:
+        return np.int64(E_INVAL)
+    p = _refill_alloc_cache(pool)
+    if p < 0:
+        if ctl[P_REFILL] == PP_REFILL_BULK:
+            p = _alloc_slow_bulk(pool, arena)
+        else:
+            p = _alloc_slow_single(pool, arena)
+        if p < 0:
+            return p
+    arena.pages[p].pp_ref = 1
+    return p
+
+
+@kernel(inline="always")
 def page_pool_alloc_pages(pool, arena):
     """One page from the pool: its id (the caller holds one pool reference), or -12 (ENOMEM)
     when the cache, the ring and the arena are all empty, or -22 (EINVAL) after destroy.
 
     Only the pool's own context may call this (the cache is lock-free).  Linux's
-    ``page_pool_alloc_pages`` / ``page_pool_dev_alloc_pages``.
+    ``page_pool_alloc_pages`` / ``page_pool_dev_alloc_pages``.  The fast path is inlined into
+    the caller (a handful of loads and stores); the rest is a call.
     """
-    pool = borrow(pool)
-    arena = borrow(arena)
     ctl = pool.ctl
     c = ctl[P_COUNT]
     if c > 0:                      # fast path: the hottest page of the cache
@@ -269,19 +282,9 @@ def page_pool_alloc_pages(pool, arena):
         ctl[P_COUNT] = c
         p = np.int64(pool.cache[c])
         pool.stats[S_FAST] += 1
-    else:
-        if ctl[P_STATE] != PP_ALIVE:
-            return np.int64(E_INVAL)
-        p = _refill_alloc_cache(pool)
-        if p < 0:
-            if ctl[P_REFILL] == PP_REFILL_BULK:
-                p = _alloc_slow_bulk(pool, arena)
-            else:
-                p = _alloc_slow_single(pool, arena)
-            if p < 0:
-                return p
-    arena.pages[p].pp_ref = 1
-    return p
+        arena.pages[p].pp_ref = 1
+        return p
+    return _alloc_pages_slow(pool, arena)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,29 +324,26 @@ def _recycle_in_cache(pool, p):
 @kernel
 def page_pool_put_unrefed_page(pool, arena, p, allow_direct):
     """The last pool reference of ``p`` is gone: recycle (cache, else ring) or release."""
-    pool = borrow(pool)
-    arena = borrow(arena)
     if np.int64(field_load_acquire(arena.pages, p, "refcount")) != 1:
         fetch_add(pool.stats, S_RELEASED_REFCNT, 1)
         page_pool_return_page(pool, arena, p)
         return
     if _recycle_direct_ok(pool, allow_direct) and _recycle_in_cache(pool, p):
         return
-    one = carray(stack_i32(1), (1,))
+    one = stack_i32(1)
     one[0] = p
     _ring_put(pool, arena, one, 1)
 
 
-@kernel
+@kernel(inline="always")
 def page_pool_put_page(pool, arena, p, allow_direct):
     """Return page ``p`` (drop one pool reference; the last recycles or releases it).
 
     ``allow_direct`` may be True only in the pool's own context (Linux: NAPI / softirq of the
     pool's queue).  Returns 0, -9 (EBADF) if ``p`` is not a page of this pool, -114 (EALREADY)
-    if it is not handed out.
+    if it is not handed out.  Direct recycling into a cache with room is inlined into the
+    caller; the ring and release paths are a call.
     """
-    pool = borrow(pool)
-    arena = borrow(arena)
     rc = _owned(pool, arena, p)
     if rc < 0:
         return rc
@@ -351,7 +351,14 @@ def page_pool_put_page(pool, arena, p, allow_direct):
     if r < 0:
         return r
     if r == 0:
-        page_pool_put_unrefed_page(pool, arena, p, allow_direct)
+        c = pool.ctl[P_COUNT]
+        if allow_direct and c < PP_ALLOC_CACHE_SIZE and pool.ctl[P_DIRECT] != 0 \
+                and np.int64(field_load_acquire(arena.pages, p, "refcount")) == 1:
+            pool.cache[c] = p
+            pool.ctl[P_COUNT] = c + 1
+            pool.stats[S_CACHED] += 1
+        else:
+            page_pool_put_unrefed_page(pool, arena, p, allow_direct)
     return 0
 
 
@@ -359,16 +366,12 @@ def page_pool_put_page(pool, arena, p, allow_direct):
 def page_pool_put_full_page(pool, arena, p, allow_direct):
     """``page_pool_put_page`` for a page whose whole length may have been written (Linux syncs
     ``max_len`` for the device; there is no device here, so it is the same call)."""
-    pool = borrow(pool)
-    arena = borrow(arena)
     return page_pool_put_page(pool, arena, p, allow_direct)
 
 
 @kernel
 def page_pool_recycle_direct(pool, arena, p):
     """Return ``p`` from the pool's own context, into the cache if it has room."""
-    pool = borrow(pool)
-    arena = borrow(arena)
     return page_pool_put_page(pool, arena, p, True)
 
 
@@ -419,9 +422,6 @@ def page_pool_put_page_bulk(pool, arena, pages, n, allow_direct):
     recycling is allowed and it has room; the rest are staged 16 at a time and produced into
     the ring with one reservation per batch, overflow released after it.
     """
-    pool = borrow(pool)
-    arena = borrow(arena)
-    pages = borrow(pages)
     pg = arena.pages
     rc = _bulk_dry_run(pool, arena, pages, n)
     if rc < 0:
@@ -432,7 +432,7 @@ def page_pool_put_page_bulk(pool, arena, pages, n, allow_direct):
         if _pp_unref(pg, p) == 0:
             pages[m] = p
             m += 1
-    stage = carray(stack_i32(XDP_BULK_QUEUE_SIZE), (XDP_BULK_QUEUE_SIZE,))
+    stage = stack_i32(XDP_BULK_QUEUE_SIZE)
     k = 0
     direct = _recycle_direct_ok(pool, allow_direct)
     for i in range(m):
@@ -460,8 +460,6 @@ def page_pool_release_page(pool, arena, p):
     with ``put_page`` when done -- Linux's ``page_pool_release_page`` (4.18 to 6.5), used when
     an XDP frame becomes an skb.  Returns 0, -9 (EBADF), -114 (EALREADY, not handed out) or
     -16 (EBUSY, other pool references -- fragments -- are still out)."""
-    pool = borrow(pool)
-    arena = borrow(arena)
     rc = _owned(pool, arena, p)
     if rc < 0:
         return rc
@@ -475,8 +473,6 @@ def page_pool_release_page(pool, arena, p):
 @kernel
 def page_pool_ref_page(pool, arena, p):
     """Take one more pool reference on a handed-out page (fragment users); returns the count."""
-    pool = borrow(pool)
-    arena = borrow(arena)
     rc = _owned(pool, arena, p)
     if rc < 0:
         return rc
@@ -496,7 +492,6 @@ def page_pool_ref_page(pool, arena, p):
 def page_pool_inflight(pool):
     """hold - release as a signed 32-bit distance (wrap-safe): pages that entered the pool from
     the arena and have not left it, wherever they are (user, cache, ring)."""
-    pool = borrow(pool)
     d = (load_relaxed(pool.ctl, P_HOLD) - load_relaxed(pool.ctl, P_RELEASE)) & _M32
     if d >= 0x80000000:
         d -= 0x100000000
@@ -506,8 +501,6 @@ def page_pool_inflight(pool):
 @kernel
 def page_pool_get_stats(pool, out):
     """Copy the eleven counters, in :data:`PP_STAT_NAMES` order, into ``out[:11]``."""
-    pool = borrow(pool)
-    out = borrow(out)
     for i in range(len(PP_STAT_INDEX)):
         out[i] = load_relaxed(pool.stats, PP_STAT_INDEX[i])
     return 0
@@ -516,8 +509,6 @@ def page_pool_get_stats(pool, out):
 @kernel
 def page_pool_get_dma_addr(pool, arena, p):
     """The DMA address (iova) ``p`` was mapped at, or -9 if it is not a mapped page of this pool."""
-    pool = borrow(pool)
-    arena = borrow(arena)
     if _owned(pool, arena, p) < 0 or (arena.pages[p].flags & PG_DMA_MAPPED) == 0:
         return np.int64(E_BADF)
     return arena.pages[p].dma_addr
@@ -546,14 +537,12 @@ def page_pool_release(pool, arena):
     Call after ``page_pool_destroy`` while the result is positive; a negative result means more
     pages came back than went out (a caller bug, as Linux's WARN).
     """
-    pool = borrow(pool)
-    arena = borrow(arena)
     if pool.ctl[P_STATE] == PP_FREED:
         return np.int64(0)
     if pool.ctl[P_DESTROY_CNT] == 0:
         _scrub(pool, arena)
     pool.ctl[P_DESTROY_CNT] += 1
-    buf = carray(stack_i32(PP_ALLOC_CACHE_REFILL), (PP_ALLOC_CACHE_REFILL,))
+    buf = stack_i32(PP_ALLOC_CACHE_REFILL)
     while True:
         got = ring_sc_dequeue_burst(pool.ring_hdr, pool.ring_slots, buf, PP_ALLOC_CACHE_REFILL)
         if got == 0:
@@ -570,8 +559,6 @@ def page_pool_release(pool, arena):
 def page_pool_destroy(pool, arena):
     """Stop the pool: no more direct recycling or allocation, then a first
     ``page_pool_release``.  Returns the in-flight count; retry ``page_pool_release`` while > 0."""
-    pool = borrow(pool)
-    arena = borrow(arena)
     if pool.ctl[P_STATE] == PP_ALIVE:
         store_relaxed(pool.ctl, P_DIRECT, 0)
         store_relaxed(pool.ctl, P_STATE, PP_DETACHED)
