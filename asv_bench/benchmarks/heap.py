@@ -17,7 +17,7 @@ class HeapPair:
 
     def setup(self, size, threads, zero):
         self.heap = new_heap(zero == "inside")    # compiles (first time) and warms
-        self.n = pairs_for(size, 0.01)
+        self.n = pairs_for(size)
 
     def teardown(self, size, threads, zero):
         self.heap.close()

@@ -60,7 +60,7 @@ def memset_loop(addr, size, n):
     return s
 
 
-def pairs_for(size: int, budget_s: float = 0.02) -> int:
+def pairs_for(size: int, budget_s: float = 0.01) -> int:
     """Pairs per timed call: about ``budget_s`` of work (a pair costs ~40 ns + the memset)."""
     per = 40e-9 + size / 100e9
     return max(50, int(budget_s / per))
@@ -148,10 +148,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="pktbuf bench heap", description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
                     help="comma-separated block sizes in bytes (default: %(default)s)")
-    ap.add_argument("--repeat", type=int, default=7, help="runs per figure; medians are shown")
-    ap.add_argument("--quick", action="store_true", help="3 runs per figure")
+    ap.add_argument("--repeat", type=int, default=11, help="runs per figure; medians are shown")
+    ap.add_argument("--quick", action="store_true", help="5 runs per figure")
     args = ap.parse_args(argv)
-    repeat = 3 if args.quick else max(1, args.repeat)
+    repeat = 5 if args.quick else max(1, args.repeat)
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s]
     except ValueError:

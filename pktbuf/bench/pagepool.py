@@ -79,11 +79,12 @@ class Rig:
         return dt
 
 
-def batches_for(budget_s: float = 0.02) -> int:
+def batches_for(budget_s: float = 0.004) -> int:
+    """Polls per timed call: short runs, many of them, medians -- robust on a shared machine."""
     return max(10, int(budget_s / (NAPI_BUDGET * 60e-9)))
 
 
-def measure(workload: str, repeat: int = 7, batches: int | None = None) -> dict:
+def measure(workload: str, repeat: int = 15, batches: int | None = None) -> dict:
     """ns per page for bulk and single refill (runs interleaved), and the pages/s ratio."""
     batches = batches or batches_for()
     setups = {r: Rig(r, workload) for r in ("bulk", "single")}
@@ -103,14 +104,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="pktbuf bench pagepool", description=__doc__.split("\n")[0])
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="comma-separated subset of %(default)s")
-    ap.add_argument("--repeat", type=int, default=9, help="runs per figure; medians are shown")
-    ap.add_argument("--quick", action="store_true", help="3 runs per figure")
+    ap.add_argument("--repeat", type=int, default=21, help="runs per figure; medians are shown")
+    ap.add_argument("--quick", action="store_true", help="5 runs per figure")
     args = ap.parse_args(argv)
     wls = [w for w in args.workloads.split(",") if w]
     bad = [w for w in wls if w not in WORKLOADS]
     if bad or not wls:
         ap.error(f"unknown workload(s) {bad}; choose from {WORKLOADS}")
-    repeat = 3 if args.quick else max(1, args.repeat)
+    repeat = 5 if args.quick else max(1, args.repeat)
     res = {}
     for w in wls:
         print(f"  {w}: compiling / warming, then {repeat} interleaved runs ...", file=sys.stderr, flush=True)
