@@ -145,14 +145,24 @@ def _list_remove(ctl, elems, g):
 
 
 @kernel(inline="always")
-def _new_free(ctl, elems, t, size, prev, lo, hi):
-    """Describe a new free element at grain ``t`` and put it on its list (not yet published)."""
-    e = elems[t]
-    e.size = size
-    e.prev = prev
-    e.dlo = lo
-    e.dhi = hi
-    _list_insert(ctl, elems, t, _cls(size))
+def _free_tail(ctl, elems, t, end, owner, lo, hi):
+    """After a split: [t, end) becomes a free element (dirty range clipped to it) right above
+    element ``owner``, or, if it is empty, ``owner`` now reaches ``end``.  Under the lock."""
+    n = ctl[H_NGRAINS]
+    if t < end:
+        tlo, thi = _clip(lo, hi, t, end)
+        e = elems[t]
+        e.size = end - t
+        e.prev = owner
+        e.dlo = tlo
+        e.dhi = thi
+        _list_insert(ctl, elems, t, _cls(end - t))
+        if end < n:
+            elems[end].prev = t
+        field_store_release(elems, t, "state", ELEM_FREE)
+        ctl[H_FREE_COUNT] += 1
+    elif end < n:
+        elems[end].prev = owner
 
 
 @kernel(inline="always")
@@ -216,17 +226,8 @@ def _carve(ctl, elems, g, a, s):
     end = g + np.int64(e.size)
     lo = np.int64(e.dlo)
     hi = np.int64(e.dhi)
-    n = ctl[H_NGRAINS]
     tail = a + s
-    if tail < end:
-        tlo, thi = _clip(lo, hi, tail, end)
-        _new_free(ctl, elems, tail, end - tail, a, tlo, thi)
-        if end < n:
-            elems[end].prev = tail
-        field_store_release(elems, tail, "state", ELEM_FREE)
-        ctl[H_FREE_COUNT] += 1
-    elif end < n:
-        elems[end].prev = a
+    _free_tail(ctl, elems, tail, end, a, lo, hi)
     if a > g:
         e.size = a - g
         flo, fhi = _clip(lo, hi, g, a)
@@ -496,16 +497,7 @@ def _grow_in_place(heap, g, ns):
         _list_remove(ctl, elems, nx)
         field_store_release(elems, nx, "state", ELEM_NONE)
         ctl[H_FREE_COUNT] -= 1
-        t = g + ns
-        if t < end:
-            tlo, thi = _clip(lo, hi, t, end)
-            _new_free(ctl, elems, t, end - t, g, tlo, thi)
-            if end < n:
-                elems[end].prev = t
-            field_store_release(elems, t, "state", ELEM_FREE)
-            ctl[H_FREE_COUNT] += 1
-        elif end < n:
-            elems[end].prev = g
+        _free_tail(ctl, elems, g + ns, end, g, lo, hi)
         elems[g].size = ns
         ctl[H_ALLOC_GRAINS] += ns - s
         ctl[H_FREE_GRAINS] -= ns - s

@@ -204,6 +204,18 @@ def _free_page(arena, p):
     spin_unlock(ctl, A_LOCK)
 
 
+@kernel(inline="always")
+def _ref_add(pages, p, delta):
+    """Add ``delta`` to a referenced page's count (never from 0: a free page stays free).
+    Returns the count before, or -114 (EALREADY) if it was 0."""
+    while True:
+        rc = np.int64(field_load_acquire(pages, p, "refcount"))
+        if rc <= 0:
+            return np.int64(E_ALREADY)
+        if np.int64(field_cas(pages, p, "refcount", rc, rc + delta)) == rc:
+            return rc
+
+
 @kernel
 def put_page(arena, p):
     """Drop one reference on page ``p``; the last one frees the page to the arena.
@@ -214,13 +226,9 @@ def put_page(arena, p):
     """
     if not page_valid(arena, p):
         return E_BADF
-    pages = arena.pages
-    while True:
-        rc = np.int64(field_load_acquire(pages, p, "refcount"))
-        if rc <= 0:
-            return E_ALREADY
-        if np.int64(field_cas(pages, p, "refcount", rc, rc - 1)) == rc:
-            break
+    rc = _ref_add(arena.pages, p, -1)
+    if rc <= 0:
+        return rc
     if rc > 1:
         return 0
     _free_page(arena, p)
@@ -233,13 +241,8 @@ def get_page(arena, p):
     or -9 (EBADF) / -114 (EALREADY, the page is free)."""
     if not page_valid(arena, p):
         return E_BADF
-    pages = arena.pages
-    while True:
-        rc = np.int64(field_load_acquire(pages, p, "refcount"))
-        if rc <= 0:
-            return E_ALREADY
-        if np.int64(field_cas(pages, p, "refcount", rc, rc + 1)) == rc:
-            return rc + 1
+    rc = _ref_add(arena.pages, p, 1)
+    return rc if rc <= 0 else rc + 1
 
 
 @kernel

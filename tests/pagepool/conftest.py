@@ -6,7 +6,6 @@ import pytest
 
 from pktbuf.pagepool import PageArena, PagePool
 from pktbuf.pagepool import arena as A
-from pktbuf.pagepool import kernels as K
 from pktbuf.ring.kernels import CONS_TAIL, H_MASK, PROD_TAIL
 
 
