@@ -152,5 +152,6 @@ class HeapMachine(RuleBasedStateMachine):
 
 
 TestHeapModel = HeapMachine.TestCase
-TestHeapModel.settings = settings(max_examples=200, stateful_step_count=50, deadline=None,
+# max_examples comes from the profile in tests/conftest.py (ci: 60, thorough: 500)
+TestHeapModel.settings = settings(stateful_step_count=50, deadline=None,
                                   suppress_health_check=[HealthCheck.too_slow])

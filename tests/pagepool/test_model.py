@@ -144,8 +144,9 @@ class PagePoolMachine(RuleBasedStateMachine):
 
 
 TestPagePoolModel = PagePoolMachine.TestCase
-TestPagePoolModel.settings = settings(max_examples=150, stateful_step_count=40, deadline=None,
-                                      suppress_health_check=[HealthCheck.too_slow])
+# max_examples comes from the profile in tests/conftest.py (ci: 60, thorough: 500)
+TestPagePoolModel.settings = settings(stateful_step_count=40, deadline=None,
+                                  suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_model_agrees_on_a_fixed_scenario():
