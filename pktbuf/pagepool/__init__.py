@@ -10,6 +10,7 @@ Typical use, as a driver's RX queue would::
     arena = PageArena(4096)                  # 16 MiB of 4 KiB pages
     pool = PagePool(arena, flags=PP_FLAG_DMA_MAP)
     p = pool.alloc_page()                    # page id; arena.page_view(p) is its bytes
+    q = pool.alloc_page()
     pool.recycle_direct(p)                   # from the pool's own thread: into the cache
     pool.put_page(q)                         # from any thread: into the recycle ring
     pool.destroy()                           # -> pages still in flight (retry pool.release())
