@@ -66,6 +66,6 @@ class HeapPairOverMemset:
         self.heap.close()
 
     def track_1mib_pair_over_memset(self):
-        return measure_vs_memset(1 << 20, repeat=5, heap=self.heap)["ratio"]
+        return measure_vs_memset(1 << 20, repeat=15, heap=self.heap)["ratio"]
 
     track_1mib_pair_over_memset.unit = "ratio"
