@@ -30,6 +30,7 @@ only: clear their cache, ``__pycache__/*.nbi|nbc``, after upgrading pktbuf.)
 """
 from __future__ import annotations
 
+import hashlib
 import os
 
 from numba import njit
@@ -50,7 +51,8 @@ def _package_stamp():
                 st = os.stat(os.path.join(root, f))
                 items.append((os.path.relpath(os.path.join(root, f), _PKG_DIR), st.st_mtime_ns,
                               st.st_size))
-    return hash(tuple(items)), len(items)
+    # a stable digest: Python's hash() of strings changes from process to process
+    return hashlib.sha1(repr(items).encode()).hexdigest(), len(items)
 
 
 _STAMP = _package_stamp()

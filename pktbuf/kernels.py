@@ -34,7 +34,8 @@ from .mbuf.dynfield import mbuf_dynfield_read, mbuf_dynfield_write  # noqa: F401
 from .mbuf.free import (pktmbuf_free, pktmbuf_free_bulk, pktmbuf_free_bulk_staged,  # noqa: F401
                         pktmbuf_free_seg, pktmbuf_prefree_seg)
 from .mbuf.indirect import (mbuf_from_indirect, mbuf_refcnt_read, mbuf_refcnt_set,  # noqa: F401
-                            mbuf_refcnt_update, pktmbuf_attach, pktmbuf_clone, pktmbuf_detach)
+                            mbuf_refcnt_update, pktmbuf_attach, pktmbuf_clone, pktmbuf_detach,
+                            pktmbuf_refcnt_update)
 from .mbuf.layout import F_EXTERNAL, F_INDIRECT, NULL, PORT_INVALID  # noqa: F401
 from .mbuf.offload import mbuf_tx_offload  # noqa: F401
 from .mbuf.raw import (mbuf_raw_alloc, mbuf_raw_alloc_bulk, mbuf_raw_free,  # noqa: F401

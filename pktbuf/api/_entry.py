@@ -8,8 +8,11 @@ namedtuple inside compiled code, validates what it is given, and calls the real 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .._jit import kernel
-from ..errors import E_ALREADY, E_BADF, E_NOENT
+from ._fastcall import FastCall
+from ..errors import E_ALREADY, E_BADF
 from ..mbuf.check import (free_check_scratch_size, mbuf_check, mbuf_handle_valid,
                           pktmbuf_free_check)
 from ..mbuf.free import pktmbuf_free_bulk, pktmbuf_free_bulk_staged, pktmbuf_free_seg
@@ -83,7 +86,7 @@ def py_mbuf_check(mb, pools, rh, rs, cl, co, st, cfg, h, is_header):
 @kernel
 def py_get_bulk(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore, out, n):
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    rc = mempool_generic_get(dom, pid, lcore, out, 0, n)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), out, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     for i in range(n):
@@ -112,7 +115,7 @@ def py_put_bulk(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore, objs, n):
                 dom.mb[objs[j]].state = ST_ALLOC
             return E_ALREADY
         dom.mb[h].state = ST_FREE
-    mempool_generic_put(dom, pid, lcore, objs, 0, n)
+    mempool_generic_put(dom, np.int64(pid), np.int64(lcore), objs, np.int64(0), np.int64(n))
     return 0
 
 
@@ -128,4 +131,10 @@ def py_audit(mb, pools, rh, rs, cl, co, st, cfg, pid, seen):
     return mempool_audit(dom, pid, seen)
 
 
-__all__ = [n for n in dir() if n.startswith("py_")] + ["E_NOENT"]
+# fixed-type call sites of the facade go through these (see _fastcall.py)
+fast_alloc_bulk = FastCall(py_alloc_bulk)
+fast_alloc = FastCall(py_alloc)
+fast_free_bulk = FastCall(py_free_bulk)
+fast_get_bulk = FastCall(py_get_bulk)
+fast_put_bulk = FastCall(py_put_bulk)
+fast_mbuf_status = FastCall(py_mbuf_status)

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 
-from ..errors import (E_ALREADY, E_BADF, E_FAULT, InvalidArgument, InvalidHandle,
+from ..errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, InvalidArgument, InvalidHandle,
                       check_count, check_handles, raise_for)
 from ..lcore import facade_lcore
 from ..mbuf.dynfield import DynRegistry
@@ -167,12 +167,11 @@ class Domain:
         lc = facade_lcore() if lcore is None else lcore
         scratch = getattr(self._tls, "scratch", None)
         if scratch is None:
-            scratch = self._tls.scratch = np.empty(3 * 1024 + 2, np.int32)
-        if scratch.size < 3 * a.size + 2:
-            need = int(E.py_scratch_size(*self._args, a, a.size))
-            if scratch.size < need:
-                scratch = np.empty(need, np.int32)
-        rc = E.py_free_bulk(*self._args, lc, a, a.size, staged, scratch)
+            scratch = self._tls.scratch = np.empty(2048, np.int32)
+        rc = E.fast_free_bulk(*self._args, lc, a, a.size, staged, scratch)
+        if rc == E_NOMEM:   # more segments than the scratch holds (long chains): size it
+            scratch = np.empty(int(E.py_scratch_size(*self._args, a, a.size)), np.int32)
+            rc = E.fast_free_bulk(*self._args, lc, a, a.size, staged, scratch)
         if rc < 0:
             raise_for(rc, _free_msg(rc))
 

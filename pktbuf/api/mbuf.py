@@ -46,7 +46,7 @@ class Mbuf:
 
     # -- validation ------------------------------------------------------------------------
     def _valid(self) -> None:
-        rc = E.py_mbuf_status(*self.domain._args, self.handle)
+        rc = E.fast_mbuf_status(*self.domain._args, self.handle)
         if rc == E_BADF:
             raise InvalidHandle(f"{self.handle} is not an mbuf of a live pool of this domain")
         if rc == E_ALREADY:
@@ -136,6 +136,11 @@ class Mbuf:
         if off < 0 or off + n > reg.size:  # pragma: no cover - guarded by the sanity rules
             raise SanityCheckError(f"mbuf {self.handle}: data outside its region")
         return reg.array[off:off + n]
+
+    def mtod(self, off: int = 0) -> int:
+        """``rte_pktmbuf_mtod_offset``: the address of data byte ``off`` of this segment."""
+        self._valid()
+        return int(D.pktmbuf_mtod(self._st, self.handle)) + int(off)
 
     @property
     def data(self) -> np.ndarray:
@@ -248,13 +253,20 @@ class Mbuf:
 
     # -- references ------------------------------------------------------------------------
     def refcnt_update(self, v: int) -> int:
-        """Add ``v`` to the reference count; the result must stay in [1, 65534]."""
+        """``rte_pktmbuf_refcnt_update``: add ``v`` to the refcnt of every segment.
+
+        Each result must stay in [1, 65534] (``RefcntError`` otherwise, nothing changed).
+        Returns the first segment's new count.
+        """
         self._valid()
         v = int(v)
-        cur = self.refcnt
-        if not 1 <= cur + v <= REFCNT_MAX:
-            raise RefcntError(f"refcnt {cur} + {v} is outside [1, {REFCNT_MAX}]")
-        return int(I.mbuf_refcnt_update(self._st, self.handle, v))
+        for s in self.segments():
+            cur = s.refcnt
+            if not 1 <= cur + v <= REFCNT_MAX:
+                raise RefcntError(f"refcnt of segment {s.handle}: {cur} + {v} is outside "
+                                  f"[1, {REFCNT_MAX}]")
+        I.pktmbuf_refcnt_update(self._st, self.handle, v)
+        return self.refcnt
 
     def clone(self, pool=None, *, lcore: int | None = None) -> "Mbuf":
         """An indirect copy sharing this packet's data, with mbufs from ``pool`` (default: ours)."""

@@ -109,7 +109,7 @@ class Mempool:
         self._check_open()
         n = check_count(n, "n", lo=0, hi=self.n)
         out = self._out(out, n)
-        rc = E.py_get_bulk(*self._args, self.id, self._lcore(lcore), out, n)
+        rc = E.fast_get_bulk(*self._args, self.id, self._lcore(lcore), out, n)
         if rc < 0:
             raise PoolExhausted(f"pool {self.name!r}: fewer than {n} objects available", rc)
         return out[:n]
@@ -119,7 +119,7 @@ class Mempool:
         On a bad entry nothing is returned and ``InvalidHandle``/``DoubleFree`` is raised."""
         self._check_open()
         a = check_handles(objs, "objs")
-        rc = E.py_put_bulk(*self._args, self.id, self._lcore(lcore), a, a.size)
+        rc = E.fast_put_bulk(*self._args, self.id, self._lcore(lcore), a, a.size)
         if rc < 0:
             raise_for(rc, {E_BADF: f"an object is not from pool {self.name!r}",
                            E_ALREADY: "an object is already in the pool (double put)"}.get(rc, ""))
@@ -249,7 +249,7 @@ class PktmbufPool(Mempool):
     def alloc(self, *, lcore: int | None = None):
         """One reset mbuf (``rte_pktmbuf_alloc``) as an :class:`~pktbuf.api.mbuf.Mbuf`."""
         self._check_open()
-        h = int(E.py_alloc(*self._args, self.id, self._lcore(lcore)))
+        h = int(E.fast_alloc(*self._args, self.id, self._lcore(lcore)))
         if h < 0:
             raise PoolExhausted(f"pool {self.name!r} is empty", h)
         from .mbuf import Mbuf
@@ -265,7 +265,7 @@ class PktmbufPool(Mempool):
         self._check_open()
         n = check_count(n, "n", lo=0, hi=self.n)
         out = self._out(out, n)
-        rc = E.py_alloc_bulk(*self._args, self.id, self._lcore(lcore), out, n, raw)
+        rc = E.fast_alloc_bulk(*self._args, self.id, self._lcore(lcore), out, n, raw)
         if rc < 0:
             raise PoolExhausted(f"pool {self.name!r}: fewer than {n} mbufs available", rc)
         return out[:n] if out.size != n else out

@@ -184,7 +184,7 @@ def _sift(a, root, n):
 
 @kernel
 def free_check_scratch_size(dom, mbufs, n):
-    """Scratch entries ``pktmbuf_free_check`` needs for ``mbufs[:n]`` (3 per segment, + 2)."""
+    """Scratch entries ``pktmbuf_free_check`` needs for ``mbufs[:n]`` (one per segment)."""
     nseg = 0
     for i in range(n):
         seg = np.int64(mbufs[i])
@@ -193,7 +193,7 @@ def free_check_scratch_size(dom, mbufs, n):
             cnt += 1
             seg = np.int64(dom.mb[seg].next)
         nseg += cnt
-    return 3 * nseg + 2
+    return nseg
 
 
 @kernel
@@ -203,8 +203,11 @@ def pktmbuf_free_check(dom, mbufs, n, scratch):
     * ``E_BADF``: an entry is neither NULL (-1) nor an mbuf of a live pool;
     * ``E_ALREADY``: an mbuf is already in its pool, or the free would drop more references
       on some segment (counting segments reached through chains and the direct mbufs behind
-      indirect ones) than it holds -- a double free;
-    * ``E_FAULT``: a packet fails its sanity check (broken chain, lengths, refcnt 0...);
+      indirect ones) than the application holds -- a double free (references held by
+      attached clones do not count as the application's);
+    * ``E_FAULT``: a segment fails its sanity check (foreign buffer, refcnt 0 or 0xFFFF) or
+      the chain is broken or loops.  Lengths are not checked: they do not matter for a free,
+      and a raw-allocated mbuf legitimately carries stale ones;
     * ``E_NOMEM``: ``scratch`` (int32) is smaller than ``free_check_scratch_size``: the
       reference counting was not done (everything else was checked).
 
@@ -228,18 +231,15 @@ def pktmbuf_free_check(dom, mbufs, n, scratch):
                 return E_FAULT
             if dom.mb[seg].state != ST_ALLOC:
                 return E_ALREADY
+            if _check_seg(dom, seg) != CHK_OK:
+                return E_FAULT
             cnt += 1
             if cnt > MAX_SEGS:
                 return E_FAULT
             seg = np.int64(dom.mb[seg].next)
-        rc = mbuf_check(dom, h, True)
-        if rc != CHK_OK:
-            return E_FAULT
         nseg += cnt
-    if scratch.size < 3 * nseg + 2:
+    if scratch.size < nseg:
         return E_NOMEM
-    # scratch layout: refs [0, 2 nseg + 1), extra [2 nseg + 1, 3 nseg + 2)
-    eo = 2 * nseg + 1
     k = 0
     for i in range(n):
         seg = np.int64(mbufs[i])
@@ -247,39 +247,27 @@ def pktmbuf_free_check(dom, mbufs, n, scratch):
             scratch[k] = seg
             k += 1
             seg = np.int64(dom.mb[seg].next)
-    ne = _count_refs_at(scratch, k, dom, eo)
-    if ne < 0:
-        return ne
-    if ne > 0:
-        # the direct mbufs behind fully released clones lose one more reference each
-        for j in range(ne):
-            d = np.int64(scratch[eo + j])
-            if not mbuf_handle_valid(dom, d) or dom.mb[d].state != ST_ALLOC:
-                return E_FAULT
-            scratch[k + j] = d
-        ne2 = _count_refs_at(scratch, k + ne, dom, eo)
-        if ne2 < 0:
-            return ne2
-    return E_OK
+    return _count_refs(scratch, k, dom)
 
 
 @kernel
-def _count_refs_at(scratch, nref, dom, eo):
-    """``_count_refs`` with refs at scratch[0:] and extra at scratch[eo:] (no views made)."""
-    _heapsort(scratch, nref)
-    nextra = 0
+def _count_refs(refs, nref, dom):
+    """Sort refs[:nref]; 0 if no handle occurs more often than the application holds it.
+
+    The application's references to a segment are its ``refcnt`` minus the references held by
+    attached indirect mbufs (``nb_indirect``): freeing an mbuf twice while a clone still uses
+    it is a double free, even though the refcnt alone would allow it.  Freeing a clone drops
+    the clone's own reference on the direct mbuf, never one of the application's.
+    """
+    _heapsort(refs, nref)
     i = 0
     while i < nref:
-        h = scratch[i]
+        h = refs[i]
         j = i
-        while j < nref and scratch[j] == h:
+        while j < nref and refs[j] == h:
             j += 1
-        k = j - i
         m = dom.mb[h]
-        if k > np.int64(m.refcnt):
+        if j - i > np.int64(m.refcnt) - np.int64(m.nb_indirect):
             return E_ALREADY
-        if k == np.int64(m.refcnt) and (m.ol_flags & F_INDIRECT) != 0:
-            scratch[eo + nextra] = m.direct
-            nextra += 1
         i = j
-    return nextra
+    return E_OK

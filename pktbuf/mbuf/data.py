@@ -13,8 +13,8 @@ from .._jit import kernel
 from ..errors import E_NOENT, E_NOSPC, E_OVERFLOW, E_RANGE
 from ..rawmem import addr_u8, memcpy
 from .free import pktmbuf_free, pktmbuf_free_seg
-from .layout import MAX_SEGS, NULL
-from .raw import pktmbuf_alloc
+from .layout import F_NOT_DIRECT, MAX_SEGS, NULL
+from .raw import pktmbuf_alloc, pktmbuf_copy_header
 
 
 @kernel
@@ -246,17 +246,8 @@ def pktmbuf_copy(dom, pid, lcore, h, off, length):
     head = pktmbuf_alloc(dom, pid, lcore)
     if head < 0:
         return head
-    d = dom.mb[head]
-    d.port = src.port
-    d.vlan_tci = src.vlan_tci
-    d.vlan_tci_outer = src.vlan_tci_outer
-    d.tx_offload = src.tx_offload
-    d.hash = src.hash
-    d.hash_hi = src.hash_hi
-    d.packet_type = src.packet_type
-    d.ol_flags = src.ol_flags & ~np.uint64((1 << 61) | (1 << 62))
-    for i in range(9):
-        d.dynfield1[i] = src.dynfield1[i]
+    pktmbuf_copy_header(dom, head, h)
+    dom.mb[head].ol_flags = src.ol_flags & ~np.uint64(F_NOT_DIRECT)
     # skip to the segment holding `off`
     seg = np.int64(h)
     while seg != NULL and off >= np.int64(dom.mb[seg].data_len):

@@ -35,10 +35,10 @@ from ..rawmem import stack_i32
 from .check import pktmbuf_free_check
 from .indirect import pktmbuf_detach
 from .layout import F_NOT_DIRECT, NULL, ST_FREE
-from .raw import debug_enabled, mbuf_raw_free
+from .raw import _raw_free, debug_enabled
 
 FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
-DEBUG_SCRATCH = 3 * 1024 + 2   # debug-mode double-free detection covers 1024 segments per call
+DEBUG_SCRATCH = 2048   # debug-mode double-free detection covers 2048 segments per call
 
 
 @kernel
@@ -49,14 +49,8 @@ def _debug_free_check(dom, mbufs, n):
     return 0 if rc == E_NOMEM else rc
 
 
-@kernel
-def pktmbuf_prefree_seg(dom, lcore, h):
-    """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
-
-    Returns ``h`` when that was the last reference -- the segment is then back in the in-pool
-    state (refcnt 1, no next, one segment, direct) and the caller returns it to its pool -- or
-    NULL (-1) if it is still referenced.  Only fields that differ are written.
-    """
+@kernel(inline="always")
+def _prefree_seg(dom, lcore, h):
     mb = dom.mb
     m = mb[h]
     if m.refcnt != 1:
@@ -65,7 +59,7 @@ def pktmbuf_prefree_seg(dom, lcore, h):
             return np.int64(NULL)
         m.refcnt = 1
     if (m.ol_flags & F_NOT_DIRECT) != 0:
-        pktmbuf_detach(dom, lcore, h)
+        pktmbuf_detach(dom, lcore, h)        # rare: out of line
     if m.next != NULL:
         m.next = NULL
     if m.nb_segs != 1:
@@ -74,19 +68,26 @@ def pktmbuf_prefree_seg(dom, lcore, h):
 
 
 @kernel
-def pktmbuf_free_seg(dom, lcore, h):
-    """``rte_pktmbuf_free_seg``: free one segment (its ``next`` is not followed)."""
-    if pktmbuf_prefree_seg(dom, lcore, h) != NULL:
-        mbuf_raw_free(dom, lcore, h)
+def pktmbuf_prefree_seg(dom, lcore, h):
+    """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
+
+    Returns ``h`` when that was the last reference -- the segment is then back in the in-pool
+    state (refcnt 1, no next, one segment, direct) and the caller returns it to its pool -- or
+    NULL (-1) if it is still referenced.  Only fields that differ are written.
+    """
+    return _prefree_seg(dom, lcore, h)
+
+
+@kernel(inline="always")
+def _free_seg(dom, lcore, h):
+    if _prefree_seg(dom, lcore, h) != NULL:
+        _raw_free(dom, lcore, h)
 
 
 @kernel
-def _free_chain(dom, lcore, h):
-    seg = np.int64(h)
-    while seg != NULL:
-        nxt = np.int64(dom.mb[seg].next)   # read before prefree clears it
-        pktmbuf_free_seg(dom, lcore, seg)
-        seg = nxt
+def pktmbuf_free_seg(dom, lcore, h):
+    """``rte_pktmbuf_free_seg``: free one segment (its ``next`` is not followed)."""
+    _free_seg(dom, lcore, h)
 
 
 @kernel
@@ -98,7 +99,11 @@ def pktmbuf_free(dom, lcore, h):
         rc = _debug_free_check(dom, one, 1)
         if rc < 0:
             return rc
-    _free_chain(dom, lcore, h)
+    seg = np.int64(h)
+    while seg != NULL:
+        nxt = np.int64(dom.mb[seg].next)   # read before prefree clears it
+        _free_seg(dom, lcore, seg)
+        seg = nxt
     return 0
 
 
@@ -109,23 +114,33 @@ def _staged(dom, lcore, mbufs, start, n):
     pending = stack_i32(FREE_PENDING_SZ)
     npend = 0
     pend_pool = np.int64(-1)
-    for i in range(start, n):
-        seg = np.int64(mbufs[i])
-        while seg != NULL:
-            nxt = np.int64(mb[seg].next)
-            if pktmbuf_prefree_seg(dom, lcore, seg) != NULL:
-                pool = np.int64(mb[seg].pool)
-                if npend == FREE_PENDING_SZ or (npend > 0 and pool != pend_pool):
-                    mempool_generic_put(dom, pend_pool, lcore, pending, 0, npend)
-                    npend = 0
-                if npend == 0:
-                    pend_pool = pool
-                mb[seg].state = ST_FREE
-                pending[npend] = seg
-                npend += 1
+    i = start
+    seg = np.int64(NULL)
+    while True:
+        # the next segment whose last reference this free drops (-1: none left)
+        survivor = np.int64(-1)
+        while survivor < 0 and (seg != NULL or i < n):
+            if seg == NULL:
+                seg = np.int64(mbufs[i])
+                i += 1
+                continue
+            nxt = np.int64(mb[seg].next)       # read before prefree clears it
+            if _prefree_seg(dom, lcore, seg) != NULL:
+                survivor = seg
             seg = nxt
-    if npend > 0:
-        mempool_generic_put(dom, pend_pool, lcore, pending, 0, npend)
+        pool = np.int64(mb[survivor].pool) if survivor >= 0 else np.int64(-1)
+        # flush when pending is full or the pool changes (one call site, so it is inlined)
+        if npend > 0 and (survivor < 0 or npend == FREE_PENDING_SZ or pool != pend_pool):
+            mempool_generic_put(dom, pend_pool, np.int64(lcore), pending, np.int64(0),
+                                np.int64(npend))
+            npend = 0
+        if survivor < 0:
+            return
+        if npend == 0:
+            pend_pool = pool
+        mb[survivor].state = ST_FREE
+        pending[npend] = survivor
+        npend += 1
 
 
 @kernel
@@ -159,40 +174,38 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
     run_start = 0
     run_len = 0
     run_pool = np.int64(-1)
-    for i in range(n):
-        h = np.int64(mbufs[i])
-        if h == NULL:
-            if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
-                run_len = 0
-            continue
-        m = mb[h]
-        if m.next != NULL:
-            # the first chained packet: flush, and let DPDK's staged walk do the rest
-            if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+    # One pass; i == n is a sentinel that flushes the last run.  The run is flushed from a
+    # single call site so that LLVM inlines the mempool put fast path here.
+    for i in range(n + 1):
+        pool = np.int64(-1)         # -1: entry i does not join a run
+        chained = False
+        if i < n:
+            h = np.int64(mbufs[i])
+            if h != NULL:
+                m = mb[h]
+                if m.next != NULL:
+                    chained = True
+                elif m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0:
+                    # the common case: sole owner of a direct single segment -- no atomics,
+                    # and the in-pool invariants already hold except, possibly, nb_segs
+                    if m.nb_segs != 1:
+                        m.nb_segs = 1
+                    pool = np.int64(m.pool)
+                elif _prefree_seg(dom, lcore, h) != NULL:
+                    pool = np.int64(m.pool)
+                # else: still referenced elsewhere -- not ours to free; it ends the run
+        if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):
+            mempool_generic_put(dom, run_pool, np.int64(lcore), mbufs, np.int64(run_start),
+                                np.int64(run_len))
+            run_len = 0
+        if chained:
+            # the first chained packet: DPDK's staged walk does the rest
             _staged(dom, lcore, mbufs, i, n)
             return 0
-        if m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0:
-            # the common case: sole owner of a direct single segment -- no atomics, and the
-            # in-pool invariants already hold except, possibly, nb_segs
-            if m.nb_segs != 1:
-                m.nb_segs = 1
-        elif pktmbuf_prefree_seg(dom, lcore, h) == NULL:
-            # still referenced elsewhere: not ours to free, and it breaks the run
-            if run_len > 0:
-                mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
-                run_len = 0
-            continue
-        pool = np.int64(m.pool)
-        if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):
-            mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
-            run_len = 0
-        if run_len == 0:
-            run_start = i
-            run_pool = pool
-        m.state = ST_FREE
-        run_len += 1
-    if run_len > 0:
-        mempool_generic_put(dom, run_pool, lcore, mbufs, run_start, run_len)
+        if pool >= 0:
+            if run_len == 0:
+                run_start = i
+                run_pool = pool
+            mb[mbufs[i]].state = ST_FREE
+            run_len += 1
     return 0

@@ -14,7 +14,7 @@ from .._jit import kernel
 from ..atomics import field_fetch_add, field_load_acquire
 from ..errors import E_INVAL, E_NOENT
 from .layout import F_INDIRECT, F_NOT_DIRECT, NULL
-from .raw import mbuf_raw_alloc, mbuf_raw_free, pktmbuf_reset
+from .raw import mbuf_raw_alloc, mbuf_raw_free, pktmbuf_copy_header, pktmbuf_reset
 
 
 @kernel
@@ -45,6 +45,15 @@ def mbuf_refcnt_update(dom, h, v):
 
 
 @kernel
+def pktmbuf_refcnt_update(dom, h, v):
+    """``rte_pktmbuf_refcnt_update``: add ``v`` to the refcnt of every segment of packet ``h``."""
+    seg = np.int64(h)
+    while seg != NULL:
+        mbuf_refcnt_update(dom, seg, v)
+        seg = np.int64(dom.mb[seg].next)
+
+
+@kernel
 def mbuf_from_indirect(dom, h):
     """The direct mbuf whose buffer ``h`` uses (``h`` itself when ``h`` is direct)."""
     m = dom.mb[h]
@@ -69,22 +78,14 @@ def pktmbuf_attach(dom, mi, m):
     src = mb[m]
     md = mbuf_from_indirect(dom, m)
     mbuf_refcnt_update(dom, md, 1)
+    field_fetch_add(dom.mb, md, "nb_indirect", 1)
     a.priv_size = src.priv_size
     a.buf_addr = src.buf_addr
     a.buf_iova = src.buf_iova
     a.buf_len = src.buf_len
     a.direct = md
     a.ol_flags = src.ol_flags | F_INDIRECT
-    a.port = src.port
-    a.vlan_tci = src.vlan_tci
-    a.vlan_tci_outer = src.vlan_tci_outer
-    a.tx_offload = src.tx_offload
-    a.hash = src.hash
-    a.hash_hi = src.hash_hi
-    a.packet_type = src.packet_type
-    a.timesync = src.timesync
-    for i in range(9):
-        a.dynfield1[i] = src.dynfield1[i]
+    pktmbuf_copy_header(dom, mi, m)
     a.data_off = src.data_off
     a.data_len = src.data_len
     a.next = NULL
@@ -126,6 +127,7 @@ def pktmbuf_detach(dom, lcore, h):
     m.data_len = 0
     m.ol_flags = 0
     m.direct = NULL
+    field_fetch_add(dom.mb, md, "nb_indirect", -1)
     _free_direct(dom, lcore, md)
 
 

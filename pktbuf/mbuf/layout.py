@@ -30,7 +30,9 @@ offset   size   field              notes
                                    on the first line, so the free path reads one line only
 64       4      ``direct``         **ours**: for an indirect mbuf, the handle whose buffer it
                                    uses (DPDK derives it from ``buf_addr``); -1 otherwise
-68       4      ``_rsv0``
+68       4      ``nb_indirect``    **ours**: indirect mbufs attached to this buffer; their
+                                   references are part of ``refcnt``, so a free can tell them
+                                   from the references the application holds
 72       8      ``tx_offload``     l2_len:7 l3_len:9 l4_len:8 tso_segsz:16 outer_l3_len:9
                                    outer_l2_len:7 (packed as in DPDK)
 80       8      ``shinfo``         reserved for external buffers (not implemented; always 0)
@@ -69,7 +71,7 @@ MBUF_DTYPE = np.dtype([
     ("state", np.uint16),
     ("next", np.int32),
     ("direct", np.int32),
-    ("_rsv0", np.uint32),
+    ("nb_indirect", np.uint32),
     ("tx_offload", np.uint64),
     ("shinfo", np.uint64),
     ("priv_size", np.uint16),

@@ -45,6 +45,7 @@ def pktmbuf_init_obj(dom, pid, h):
     m.nb_segs = 1
     m.next = NULL
     m.direct = NULL
+    m.nb_indirect = 0
     m.port = PORT_INVALID
     m.ol_flags = 0
     m.packet_type = 0
@@ -87,7 +88,7 @@ def pktmbuf_pool_populate(dom, pid, is_mbuf, objs):
             m.next = NULL
             m.direct = NULL
         objs[k] = h
-    mempool_generic_put(dom, pid, -1, objs, 0, n)
+    mempool_generic_put(dom, np.int64(pid), np.int64(-1), objs, np.int64(0), np.int64(n))
 
 
 @kernel
@@ -105,7 +106,7 @@ def pool_depopulate(dom, pid):
 @kernel
 def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
     """``rte_mbuf_raw_alloc_bulk``: ``n`` mbufs in the in-pool state; 0 or -ENOENT (none taken)."""
-    rc = mempool_generic_get(dom, pid, lcore, mbufs, 0, n)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     mb = dom.mb
@@ -114,11 +115,16 @@ def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
     return 0
 
 
-@kernel
-def mbuf_raw_alloc(dom, pid, lcore):
-    """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
+# The single-mbuf operations come in pairs: an IR-inlined body (``_name``) that pktbuf's own
+# runtime-free kernels call, so a per-packet call costs no function call, and the public
+# kernel (``name``) around it for your code.  (Inlining into a caller that runs with Numba's
+# runtime would add reference counting on every DomainState access: don't call the ``_``
+# bodies from ordinary @njit code.)
+
+@kernel(inline="always")
+def _raw_alloc(dom, pid, lcore):
     one = stack_i32(1)
-    rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
     if rc < 0:
         return np.int64(rc)
     h = one[0]
@@ -127,13 +133,24 @@ def mbuf_raw_alloc(dom, pid, lcore):
 
 
 @kernel
-def mbuf_raw_free(dom, lcore, h):
-    """``rte_mbuf_raw_free``: return one mbuf that is already in the in-pool state."""
+def mbuf_raw_alloc(dom, pid, lcore):
+    """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
+    return _raw_alloc(dom, pid, lcore)
+
+
+@kernel(inline="always")
+def _raw_free(dom, lcore, h):
     m = dom.mb[h]
     m.state = ST_FREE
     one = stack_i32(1)
     one[0] = h
-    mempool_generic_put(dom, np.int64(m.pool), lcore, one, 0, 1)
+    mempool_generic_put(dom, np.int64(m.pool), np.int64(lcore), one, np.int64(0), np.int64(1))
+
+
+@kernel
+def mbuf_raw_free(dom, lcore, h):
+    """``rte_mbuf_raw_free``: return one mbuf that is already in the in-pool state."""
+    _raw_free(dom, lcore, h)
 
 
 @kernel
@@ -144,10 +161,10 @@ def mbuf_raw_free_bulk(dom, pid, lcore, mbufs, n):
     mb = dom.mb
     for i in range(n):
         mb[mbufs[i]].state = ST_FREE
-    return mempool_generic_put(dom, pid, lcore, mbufs, 0, n)
+    return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
 
 
-@kernel
+@kernel(inline="always")
 def pktmbuf_raw_reset(dom, h, headroom):
     """The per-packet reset of ``rte_mbuf_raw_reset_bulk`` for one mbuf (second line: tx_offload)."""
     m = dom.mb[h]
@@ -163,8 +180,25 @@ def pktmbuf_raw_reset(dom, h, headroom):
 
 
 @kernel
-def pktmbuf_reset(dom, h):
-    """``rte_pktmbuf_reset``: the raw reset plus ``next``/``nb_segs`` of a single segment."""
+def pktmbuf_copy_header(dom, dst, src):
+    """Copy the per-packet metadata (port, VLANs, offloads, hash, type, timesync, dynamic
+    fields) of ``src`` to ``dst`` -- what attach and copy share (``__rte_pktmbuf_copy_hdr``)."""
+    d = dom.mb[dst]
+    s = dom.mb[src]
+    d.port = s.port
+    d.vlan_tci = s.vlan_tci
+    d.vlan_tci_outer = s.vlan_tci_outer
+    d.tx_offload = s.tx_offload
+    d.hash = s.hash
+    d.hash_hi = s.hash_hi
+    d.packet_type = s.packet_type
+    d.timesync = s.timesync
+    for i in range(9):
+        d.dynfield1[i] = s.dynfield1[i]
+
+
+@kernel(inline="always")
+def _reset(dom, h):
     m = dom.mb[h]
     m.next = NULL
     m.nb_segs = 1
@@ -172,32 +206,29 @@ def pktmbuf_reset(dom, h):
 
 
 @kernel
+def pktmbuf_reset(dom, h):
+    """``rte_pktmbuf_reset``: the raw reset plus ``next``/``nb_segs`` of a single segment."""
+    _reset(dom, h)
+
+
+@kernel
 def pktmbuf_alloc_bulk(dom, pid, lcore, mbufs, n):
     """``rte_pktmbuf_alloc_bulk``: ``n`` reset mbufs into ``mbufs[:n]``; 0 or -ENOENT (none taken)."""
-    rc = mempool_generic_get(dom, pid, lcore, mbufs, 0, n)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     headroom = dom.pools[pid].headroom
     mb = dom.mb
     for i in range(n):
-        m = mb[mbufs[i]]
-        m.state = ST_ALLOC
-        m.data_off = headroom
-        m.port = PORT_INVALID
-        m.ol_flags = 0
-        m.packet_type = 0
-        m.pkt_len = 0
-        m.data_len = 0
-        m.vlan_tci = 0
-        m.vlan_tci_outer = 0
-        m.tx_offload = 0
+        mb[mbufs[i]].state = ST_ALLOC
+        pktmbuf_raw_reset(dom, mbufs[i], headroom)
     return 0
 
 
 @kernel
 def pktmbuf_alloc(dom, pid, lcore):
     """``rte_pktmbuf_alloc``: one reset mbuf handle, or -ENOENT (-2)."""
-    h = mbuf_raw_alloc(dom, pid, lcore)
+    h = _raw_alloc(dom, pid, lcore)
     if h >= 0:
-        pktmbuf_reset(dom, h)
+        _reset(dom, h)
     return h

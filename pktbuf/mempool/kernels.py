@@ -42,12 +42,12 @@ from .layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, MAX_LCORE, MAX_POOLS, STA
 _U = np.uint64
 
 
-@kernel
+@kernel(inline="always")
 def _stat_idx(pid, row, k):
     return (_U(pid) * _U(MAX_LCORE + 1) + _U(row)) * _U(STAT_WORDS) + _U(k)
 
 
-@kernel
+@kernel(inline="always")
 def _stat_add(dom, pid, row, k, v):
     if row == MAX_LCORE:
         fetch_add(dom.stats, _stat_idx(pid, row, k), v)   # shared by every cacheless caller
@@ -55,29 +55,31 @@ def _stat_add(dom, pid, row, k, v):
         dom.stats[_stat_idx(pid, row, k)] += v
 
 
-@kernel
+@kernel(inline="always")
 def _cache_slot(pid, lcore):
     return _U(pid) * _U(MAX_LCORE) + _U(lcore)
 
 
-@kernel
+@kernel(inline="always")
 def _ring_put(dom, pid, objs, start, n):
     """Backend enqueue of objs[start:start+n]; never fails (the ring holds every object)."""
     p = dom.pools[pid]
-    return ring_do_enqueue(dom.ring_hdr, _U(pid) * _U(RING_HDR_WORDS), dom.ring_slots,
-                           p.ring_base, objs, start, n, _FIXED, (p.flags & POOL_F_SP_PUT) != 0)
+    return ring_do_enqueue(dom.ring_hdr, np.int64(pid) * RING_HDR_WORDS, dom.ring_slots,
+                           np.int64(p.ring_base), objs, np.int64(start), np.int64(n),
+                           np.int64(_FIXED), (p.flags & POOL_F_SP_PUT) != 0)
 
 
-@kernel
+@kernel(inline="always")
 def _ring_get(dom, pid, objs, start, n):
     """Backend dequeue into objs[start:start+n], all or nothing; returns n or 0."""
     p = dom.pools[pid]
-    return ring_do_dequeue(dom.ring_hdr, _U(pid) * _U(RING_HDR_WORDS), dom.ring_slots,
-                           p.ring_base, objs, start, n, _FIXED, (p.flags & POOL_F_SC_GET) != 0)
+    return ring_do_dequeue(dom.ring_hdr, np.int64(pid) * RING_HDR_WORDS, dom.ring_slots,
+                           np.int64(p.ring_base), objs, np.int64(start), np.int64(n),
+                           np.int64(_FIXED), (p.flags & POOL_F_SC_GET) != 0)
 
 
 @kernel
-def mempool_generic_put(dom, pid, lcore, objs, start, n):
+def _put_slow(dom, pid, lcore, objs, start, n):
     """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0.
 
     Cannot fail for valid arguments (the ring has room for every object of the pool); a range
@@ -125,7 +127,7 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
 
 
 @kernel
-def mempool_generic_get(dom, pid, lcore, objs, start, n):
+def _get_slow(dom, pid, lcore, objs, start, n):
     """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]``.
 
     Returns 0, or ``E_NOENT`` (-2) with nothing taken when the pool (ring plus this lcore's
@@ -193,24 +195,75 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
     return 0
 
 
+@kernel(inline="always")
+def mempool_generic_put(dom, pid, lcore, objs, start, n):
+    """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0 (see ``_put_slow``).
+
+    The fast path -- the objects fit in this lcore's cache -- is small and inlined (at the
+    Numba-IR level) into the kernels that call it; everything else (flush, bypass, no cache,
+    bad range) is the out-of-line ``_put_slow``.  Call it only from runtime-free kernels (an
+    IR-inlined body in a function with Numba's runtime on gets reference counting).
+    """
+    if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
+        size = np.int64(dom.pools[pid].cache_size)
+        slot = _cache_slot(pid, lcore)
+        li = slot * _U(CACHE_LINE_WORDS)
+        clen = np.int64(dom.cache_len[li])
+        if clen + n <= size:
+            dst = slot * _U(CACHE_MAX_SIZE) + _U(clen)
+            src = _U(start)
+            cache = dom.cache_objs
+            for i in range(_U(n)):
+                cache[dst + i] = objs[src + i]
+            dom.cache_len[li] = clen + n
+            dom.stats[_stat_idx(pid, lcore, ST_PUT_BULK)] += 1
+            dom.stats[_stat_idx(pid, lcore, ST_PUT_OBJS)] += n
+            return 0
+    return _put_slow(dom, pid, lcore, objs, start, n)
+
+
+@kernel(inline="always")
+def mempool_generic_get(dom, pid, lcore, objs, start, n):
+    """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]`` (see ``_get_slow``).
+
+    Fast path, small enough to be inlined: this lcore's cache holds ``n`` -- pop them, hottest
+    first (the cache is a stack, copied out in reverse).  Refill and the ring are out of line.
+    """
+    if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
+        slot = _cache_slot(pid, lcore)
+        li = slot * _U(CACHE_LINE_WORDS)
+        clen = np.int64(dom.cache_len[li])
+        if n <= clen:
+            top = slot * _U(CACHE_MAX_SIZE) + _U(clen - 1)
+            dst = _U(start)
+            cache = dom.cache_objs
+            for i in range(_U(n)):
+                objs[dst + i] = cache[top - i]
+            dom.cache_len[li] = clen - n
+            dom.stats[_stat_idx(pid, lcore, ST_GET_SUCCESS_BULK)] += 1
+            dom.stats[_stat_idx(pid, lcore, ST_GET_SUCCESS_OBJS)] += n
+            return 0
+    return _get_slow(dom, pid, lcore, objs, start, n)
+
+
 @kernel
 def mempool_get_bulk(dom, pid, lcore, objs, n):
     """``rte_mempool_get_bulk``: exactly ``n`` objects into ``objs[:n]``; 0 or -ENOENT."""
-    return mempool_generic_get(dom, pid, lcore, objs, 0, n)
+    return mempool_generic_get(dom, np.int64(pid), np.int64(lcore), objs, np.int64(0), np.int64(n))
 
 
 @kernel
 def mempool_put_bulk(dom, pid, lcore, objs, n):
     """``rte_mempool_put_bulk``: return ``objs[:n]`` to pool ``pid``; 0 (-EINVAL if ``n`` is
     outside ``objs``)."""
-    return mempool_generic_put(dom, pid, lcore, objs, 0, n)
+    return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), objs, np.int64(0), np.int64(n))
 
 
 @kernel
 def mempool_get(dom, pid, lcore):
     """One object, or -ENOENT (-2) if the pool is empty."""
     one = stack_i32(1)
-    rc = mempool_generic_get(dom, pid, lcore, one, 0, 1)
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
     return rc if rc < 0 else np.int64(one[0])
 
 
@@ -219,7 +272,7 @@ def mempool_put(dom, pid, lcore, obj):
     """Return one object."""
     one = stack_i32(1)
     one[0] = obj
-    return mempool_generic_put(dom, pid, lcore, one, 0, 1)
+    return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
 
 
 @kernel
@@ -231,14 +284,14 @@ def mempool_cache_flush(dom, pid, lcore):
     li = slot * _U(CACHE_LINE_WORDS)
     clen = np.int64(dom.cache_len[li])
     if clen > 0:
-        _ring_put(dom, pid, dom.cache_objs, slot * _U(CACHE_MAX_SIZE), clen)
+        _ring_put(dom, pid, dom.cache_objs, np.int64(slot * _U(CACHE_MAX_SIZE)), clen)
         dom.cache_len[li] = 0
 
 
 @kernel
 def mempool_avail_count(dom, pid):
     """Objects available in pool ``pid``: the ring plus every cache (a snapshot)."""
-    c = ring_count_at(dom.ring_hdr, _U(pid) * _U(RING_HDR_WORDS))
+    c = ring_count_at(dom.ring_hdr, np.int64(pid) * RING_HDR_WORDS)
     if dom.pools[pid].cache_size > 0:
         for lc in range(MAX_LCORE):
             c += dom.cache_len[_cache_slot(pid, lc) * _U(CACHE_LINE_WORDS)]
@@ -276,12 +329,12 @@ def mempool_audit(dom, pid, seen):
     if seen.size < size:
         return E_INVAL
     seen[:size] = 0
-    ho = _U(pid) * _U(RING_HDR_WORDS)
+    ho = np.int64(pid) * RING_HDR_WORDS
     hdr = dom.ring_hdr
     rb = np.int64(p.ring_base)
-    mask = np.int64(hdr[ho + _U(H_MASK)])
+    mask = np.int64(hdr[ho + H_MASK])
     cnt = ring_count_at(hdr, ho)
-    cons = np.int64(hdr[ho + _U(CONS_TAIL)])
+    cons = np.int64(hdr[ho + CONS_TAIL])
     found = 0
     bad = False
     for i in range(cnt):

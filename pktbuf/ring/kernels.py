@@ -51,6 +51,8 @@ RING_SZ_MASK = 0x7FFFFFFF  # largest size DPDK accepts (RTE_RING_SZ_MASK)
 
 _M32 = 0xFFFFFFFF
 
+_Z = np.int64(0)   # passed where a literal 0 would make Numba compile a separate specialisation
+
 # behaviours of the shared move-head code
 _FIXED = 0      # _bulk: all or nothing
 _VARIABLE = 1   # _burst: as many as possible
@@ -217,73 +219,73 @@ def ring_count_at(hdr, ho):
 @kernel
 def ring_mp_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects (multi-producer safe); returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _FIXED, False)
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), np.bool_(False))
 
 
 @kernel
 def ring_sp_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects (single producer); returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _FIXED, True)
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), np.bool_(True))
 
 
 @kernel
 def ring_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects in the ring's own producer mode; returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _FIXED, (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
 
 
 @kernel
 def ring_mp_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects (multi-producer safe); returns how many."""
-    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, False)
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), np.bool_(False))
 
 
 @kernel
 def ring_sp_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects (single producer); returns how many."""
-    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, True)
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), np.bool_(True))
 
 
 @kernel
 def ring_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects in the ring's own producer mode; returns how many."""
-    return ring_do_enqueue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
 
 
 @kernel
 def ring_mc_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects (multi-consumer safe); returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _FIXED, False)
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), np.bool_(False))
 
 
 @kernel
 def ring_sc_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects (single consumer); returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _FIXED, True)
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), np.bool_(True))
 
 
 @kernel
 def ring_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects in the ring's own consumer mode; returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _FIXED, (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
 
 
 @kernel
 def ring_mc_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects (multi-consumer safe); returns how many."""
-    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, False)
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), np.bool_(False))
 
 
 @kernel
 def ring_sc_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects (single consumer); returns how many."""
-    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, True)
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), np.bool_(True))
 
 
 @kernel
 def ring_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects in the ring's own consumer mode; returns how many."""
-    return ring_do_dequeue(hdr, 0, slots, 0, objs, 0, n, _VARIABLE, (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
 
 
 @kernel

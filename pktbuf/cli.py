@@ -1,0 +1,83 @@
+"""The ``pktbuf`` command.
+
+    pktbuf bench [core|memif|pagepool|heap|all] [options]   measure (default: core)
+    pktbuf demo [options]                                   the memif forwarding demo
+    pktbuf info                                             versions and cache location
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+_BENCHES = {
+    "core": "pktbuf.bench.report",
+    "memif": "pktbuf.bench.memif",
+    "pagepool": "pktbuf.bench.pagepool",
+    "heap": "pktbuf.bench.heap",
+}
+
+
+def _bench(argv) -> int:
+    which = argv[0] if argv and not argv[0].startswith("-") else "core"
+    rest = argv[1:] if argv and not argv[0].startswith("-") else argv
+    if which in ("-h", "--help", "help"):
+        print(__doc__)
+        return 0
+    names = list(_BENCHES) if which == "all" else [which]
+    rc = 0
+    for name in names:
+        mod = _BENCHES.get(name)
+        if mod is None:
+            print(f"pktbuf bench: unknown benchmark {name!r} (choose from {', '.join(_BENCHES)}, all)",
+                  file=sys.stderr)
+            return 2
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
+            print(f"pktbuf bench {name}: not available in this version", file=sys.stderr)
+            rc = rc or 2
+            continue
+        rc = m.main(rest) or rc
+    return rc
+
+
+def _demo(argv) -> int:
+    try:
+        m = importlib.import_module("pktbuf.memif.demo")
+    except ModuleNotFoundError as e:
+        if e.name not in ("pktbuf.memif", "pktbuf.memif.demo"):
+            raise
+        print("pktbuf demo: the memif demo is not available in this version", file=sys.stderr)
+        return 2
+    return m.main(argv) or 0
+
+
+def _info(argv) -> int:
+    import numba
+    import numpy
+
+    import pktbuf
+    from pktbuf import _jit
+    print(f"pktbuf {pktbuf.__version__}  numba {numba.__version__}  numpy {numpy.__version__}  "
+          f"python {sys.version.split()[0]}")
+    print(f"package: {_jit._PKG_DIR}  (kernel cache next to it, or in NUMBA_CACHE_DIR)")
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    handlers = {"bench": _bench, "demo": _demo, "info": _info}
+    if cmd not in handlers:
+        print(f"pktbuf: unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
+        return 2
+    return handlers[cmd](rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
