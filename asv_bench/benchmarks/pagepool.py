@@ -3,9 +3,14 @@
 Workloads (see :mod:`pktbuf.bench.pagepool`): ``release`` -- pages leave the pool and go back to
 the page allocator, the XDP-redirect case where every refill is a slow path; ``ring`` -- pages
 come back through the recycle ring; ``direct`` -- pages are recycled into the alloc cache.
-Each timed call is one nogil kernel running NAPI-style polls of 64 allocations.
+One nogil kernel runs NAPI-style polls of 64 allocations; each poll is timed with the TSC.
 """
-from pktbuf.bench.pagepool import WORKLOADS, NAPI_BUDGET, Rig, batches_for, measure
+import numpy as np
+
+from pktbuf.bench.pagepool import NAPI_BUDGET, QUICK, WORKLOADS, Rig, measure
+from pktbuf.bench.tsc import tsc_hz
+
+POLLS = 200 if QUICK else 2000
 
 
 class PagePoolRefill:
@@ -14,29 +19,27 @@ class PagePoolRefill:
     timeout = 180
 
     def setup(self, workload, refill):
-        self.s = Rig(refill, workload)          # compiles (first time) and warms
-        self.batches = batches_for()
+        self.rig = Rig(refill, workload)          # compiles (first time) and warms
 
     def time_napi_polls(self, workload, refill):
-        self.s.run(self.batches)
+        self.rig.run(POLLS)
 
-    def track_mpages_per_s(self, workload, refill):
-        dt = sorted(self.s.run(self.batches) for _ in range(9))[4]
-        return self.batches * NAPI_BUDGET / dt / 1e6
+    def track_ns_per_page(self, workload, refill):
+        return float(np.median(self.rig.run(POLLS))) * 1e9 / tsc_hz() / NAPI_BUDGET
 
-    track_mpages_per_s.unit = "Mpages/s"
+    track_ns_per_page.unit = "ns"
 
 
 class PagePoolBulkOverSingle:
-    """Pages per second with bulk refill / with single-page refill, measured interleaved."""
+    """Pages per second with bulk refill / with single-page refill (alternating runs)."""
     params = [list(WORKLOADS)]
     param_names = ["workload"]
     timeout = 180
 
     def setup(self, workload):
-        Rig("bulk", workload)                   # compile outside the measurement
+        Rig("bulk", workload)                     # compile outside the measurement
 
     def track_bulk_over_single(self, workload):
-        return measure(workload, repeat=9)["ratio"]
+        return measure(workload, polls=10 * POLLS)["ratio"]
 
     track_bulk_over_single.unit = "ratio"

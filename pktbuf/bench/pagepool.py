@@ -12,13 +12,15 @@ loop.  One nogil kernel call runs ``batches`` rounds of a NAPI-style poll: alloc
 * ``direct``  -- pages are recycled into the cache (``page_pool_recycle_direct``, XDP_DROP).
 
 Figures: ns per page (alloc + its disposal), Mpages/s, and the bulk/single ratio of pages per
-second per workload, both strategies measured interleaved in the same sitting.
+second per workload.  Both strategies run alternately in the same sitting; every poll is timed
+with the TSC inside the kernel and medians are taken over polls (robust to preemption on a
+shared machine).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import time
 
 import numpy as np
 
@@ -26,20 +28,25 @@ from .._jit import kernel
 from ..pagepool import PageArena, PagePool
 from ..pagepool.arena import put_page
 from ..pagepool.kernels import page_pool_alloc_pages, page_pool_put_page, page_pool_release_page
+from .tsc import tsc_begin, tsc_end, tsc_hz
 
 WORKLOADS = ("release", "ring", "direct")
 W_RELEASE, W_RING, W_DIRECT = 0, 1, 2
 NAPI_BUDGET = 64
 ARENA_PAGES = 4096
 UPSTREAM_GAIN = 0.188    # 3,677,958 -> 4,368,926 pps (RFC, Feb 2021)
+# PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): short runs
+QUICK = os.environ.get("PKTBUF_BENCH_QUICK", "") not in ("", "0")
 
 
 @kernel
-def napi_loop(pool, arena, batches, workload, scratch):
-    """``batches`` polls of 64 allocations, each followed by the workload's disposal.
-    Returns the number of failed allocations (0 expected)."""
+def napi_loop(pool, arena, batches, workload, scratch, cyc):
+    """``batches`` polls of 64 allocations, each followed by the workload's disposal; the TSC
+    cycles of poll ``i`` go to ``cyc[i]`` (if ``cyc`` has room).  Returns the number of failed
+    allocations (0 expected)."""
     fails = 0
-    for _ in range(batches):
+    for b in range(batches):
+        t0 = tsc_begin()
         for i in range(NAPI_BUDGET):
             p = page_pool_alloc_pages(pool, arena)
             if p < 0:
@@ -57,6 +64,9 @@ def napi_loop(pool, arena, batches, workload, scratch):
                 page_pool_put_page(pool, arena, p, False)
             else:
                 page_pool_put_page(pool, arena, p, True)
+        t1 = tsc_end()
+        if b < cyc.size:
+            cyc[b] = t1 - t0
     return fails
 
 
@@ -70,33 +80,37 @@ class Rig:
         self.scratch = np.empty(NAPI_BUDGET, np.int32)
         self.run(4)
 
-    def run(self, batches: int) -> float:
-        t0 = time.perf_counter()
-        fails = napi_loop(self.pool.state, self.arena.state, batches, self.workload, self.scratch)
-        dt = time.perf_counter() - t0
+    def run(self, batches: int) -> np.ndarray:
+        """Run ``batches`` polls; their TSC cycles, one per poll."""
+        cyc = np.zeros(batches, np.uint64)
+        fails = napi_loop(self.pool.state, self.arena.state, batches, self.workload,
+                          self.scratch, cyc)
         if fails:
             raise RuntimeError(f"{fails} page allocations failed")
-        return dt
+        return cyc
 
 
-def batches_for(budget_s: float = 0.004) -> int:
-    """Polls per timed call: short runs, many of them, medians -- robust on a shared machine."""
-    return max(10, int(budget_s / (NAPI_BUDGET * 60e-9)))
+def measure(workload: str, polls: int = 20_000, rounds: int = 10) -> dict:
+    """ns per page for bulk and single refill and the pages/s ratio.
 
-
-def measure(workload: str, repeat: int = 15, batches: int | None = None) -> dict:
-    """ns per page for bulk and single refill (runs interleaved), and the pages/s ratio."""
-    batches = batches or batches_for()
-    setups = {r: Rig(r, workload) for r in ("bulk", "single")}
-    t = {"bulk": [], "single": []}
-    for _ in range(repeat):
-        for r, s in setups.items():
-            t[r].append(s.run(batches))
-    ns = {r: float(np.median(v)) / (batches * NAPI_BUDGET) * 1e9 for r, v in t.items()}
+    The two strategies run alternately in ``rounds`` rounds of ``polls / rounds`` polls; every
+    poll (64 allocations + their disposal) is timed with the TSC inside the kernel, and the
+    medians are taken over all polls -- a poll that was preempted or interrupted is an outlier
+    the median ignores.
+    """
+    rigs = {r: Rig(r, workload) for r in ("bulk", "single")}
+    cyc = {r: [] for r in rigs}
+    per = max(1, polls // rounds)
+    for _ in range(rounds):
+        for r, rig in rigs.items():
+            cyc[r].append(rig.run(per))
+    ns_per_cycle = 1e9 / tsc_hz()
+    ns = {r: float(np.median(np.concatenate(c))) * ns_per_cycle / NAPI_BUDGET
+          for r, c in cyc.items()}
     out = {f"{r}_ns": ns[r] for r in ns}
     out.update({f"{r}_mpps": 1e3 / ns[r] for r in ns})
     out["ratio"] = ns["single"] / ns["bulk"]
-    out["stats"] = {r: s.pool.get_stats() for r, s in setups.items()}
+    out["stats"] = {r: rig.pool.get_stats() for r, rig in rigs.items()}
     return out
 
 
@@ -104,19 +118,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="pktbuf bench pagepool", description=__doc__.split("\n")[0])
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="comma-separated subset of %(default)s")
-    ap.add_argument("--repeat", type=int, default=21, help="runs per figure; medians are shown")
-    ap.add_argument("--quick", action="store_true", help="5 runs per figure")
+    ap.add_argument("--polls", type=int, default=20_000,
+                    help="64-page polls timed per strategy (default %(default)s)")
+    ap.add_argument("--quick", action="store_true", help="2000 polls per strategy")
     args = ap.parse_args(argv)
     wls = [w for w in args.workloads.split(",") if w]
     bad = [w for w in wls if w not in WORKLOADS]
     if bad or not wls:
         ap.error(f"unknown workload(s) {bad}; choose from {WORKLOADS}")
-    repeat = 5 if args.quick else max(1, args.repeat)
+    polls = 2000 if (args.quick or QUICK) else max(10, args.polls)
     res = {}
     for w in wls:
-        print(f"  {w}: compiling / warming, then {repeat} interleaved runs ...", file=sys.stderr, flush=True)
-        res[w] = measure(w, repeat)
-    print(f"\npage pool, 64-page NAPI polls (median of {repeat}); alloc + disposal per page")
+        print(f"  {w}: compiling / warming, then {polls} polls per strategy, alternating ...",
+              file=sys.stderr, flush=True)
+        res[w] = measure(w, polls)
+    print(f"\npage pool, 64-page NAPI polls: alloc + disposal per page (median over {polls} polls, TSC)")
     print(f"{'workload':>9} {'bulk ns':>9} {'single ns':>10} {'bulk Mpps':>10} {'single Mpps':>12} {'bulk/single':>12}")
     for w, r in res.items():
         print(f"{w:>9} {r['bulk_ns']:>9.1f} {r['single_ns']:>10.1f} {r['bulk_mpps']:>10.2f} "
