@@ -184,13 +184,16 @@ def measure_pair(heap: Heap, size: int, threads: int, repeat: int = 5) -> dict:
 
 
 def measure_zero_ratio(size: int, threads: int = 2, repeat: int = 5,
-                       heaps: dict | None = None) -> dict:
+                       heaps: dict | None = None, pause: float = 0.0) -> dict:
     """Aggregate throughput, zero outside / inside the lock, runs interleaved (same sitting);
-    medians over clean runs."""
+    medians over clean runs.  ``pause`` seconds between rounds spread the runs over a longer
+    window, so that some land where the machine is quiet."""
     heaps = heaps or {z: new_heap(z) for z in (False, True)}
     n = pairs_for(size)
     runs = {False: [], True: []}
-    for _ in range(repeat):
+    for i in range(repeat):
+        if pause and i:
+            time.sleep(pause)
         for z in (False, True):
             runs[z].append(run_pairs(heaps[z], size, n, threads))
     med = {z: _median_clean(r) for z, r in runs.items()}
@@ -222,7 +225,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
                     help="comma-separated block sizes in bytes (default: %(default)s)")
     ap.add_argument("--repeat", type=int, default=11, help="runs per figure; medians are shown")
-    ap.add_argument("--quick", action="store_true", help="5 runs per figure")
+    ap.add_argument("--quick", action="store_true", help="3 runs per figure")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds between the two-thread outside/inside rounds: with a large "
+                         "--repeat, samples a busy machine over a long window for clean runs")
     args = ap.parse_args(argv)
     repeat = 3 if (args.quick or QUICK) else max(1, args.repeat)
     try:
@@ -246,7 +252,7 @@ def main(argv=None) -> int:
                 rows.append((size, threads, "inside" if z else "outside", r["ns_per_pair"],
                              r["mpairs_s"], r["clean"]))
     progress("  outside/inside ratios (2 threads, interleaved) ...")
-    ratios = {s: measure_zero_ratio(s, 2, repeat, heaps) for s in sizes}
+    ratios = {s: measure_zero_ratio(s, 2, repeat, heaps, max(0.0, args.pause)) for s in sizes}
     progress("  1 MiB pair vs 1 MiB memset ...")
     vm = measure_vs_memset(1 << 20, 2 * repeat + 1, heaps[False])
 
