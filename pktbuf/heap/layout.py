@@ -1,0 +1,113 @@
+"""Memory layout of an rte_malloc-style heap: the element table and the control words.
+
+The heap manages one contiguous memory region (a memfd :class:`~pktbuf.rawmem.Region`) cut into
+*grains* of 64 bytes (a cache line; every block starts on one, as DPDK aligns every element to
+``RTE_CACHE_LINE_SIZE``).  An *element* is a run of grains: free, or a block handed out.
+
+Element headers are not stored in front of the data, as DPDK's ``struct malloc_elem`` is, but in
+a side table indexed by grain (``elems[g]`` describes the element starting at grain ``g``;
+entries of grains inside an element have ``state == ELEM_NONE``).  Why a side table:
+
+* freeing validates a pointer by one compare-and-swap on ``elems[g].state``: a pointer that is
+  not the start of a live block -- into the middle of a block, into free memory, outside the
+  heap, already freed -- fails it and changes nothing, whatever bytes the user wrote;
+* a block overrun cannot corrupt the heap's own bookkeeping;
+* a block needs no header space, so a 64-byte request takes one grain.
+
+The table is a lazily committed mapping (32 bytes per 64-byte grain of address space, committed
+only where elements start).
+
+``ELEM_DTYPE`` (all int32; grains, not bytes):
+
+=========  ============================================================================
+``state``  ``ELEM_NONE`` (not an element start), ``ELEM_FREE``, ``ELEM_BUSY`` (handed out),
+           ``ELEM_FREEING`` (claimed by its owner: being freed or resized; not free yet)
+``size``   grains in the element
+``prev``   start grain of the element just below, -1 for the first
+``fnext``  free-list links (grain, -1 = none) while ``ELEM_FREE``
+``fprev``
+``dlo``    *dirty* range ``[dlo, dhi)`` in absolute grains: bytes there may be non-zero;
+``dhi``    everything else in a free element is zero.  Empty when ``dlo >= dhi``.
+``cls``    the free list the element is on (-1 when not free)
+=========  ============================================================================
+
+Control words (``ctl``, int64): line 0 holds the spin lock and what only the lock holder writes
+(free-list bitmap, counters); line 1 the description; lines 2-5 the 32 free-list heads.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+GRAIN_SHIFT = 6
+GRAIN = 1 << GRAIN_SHIFT          # 64 bytes
+MAX_GRAINS = (1 << 31) - 1        # grain indices are int32: up to 128 GiB per heap
+
+ELEM_DTYPE = np.dtype([
+    ("state", np.int32),
+    ("size", np.int32),
+    ("prev", np.int32),
+    ("fnext", np.int32),
+    ("fprev", np.int32),
+    ("dlo", np.int32),
+    ("dhi", np.int32),
+    ("cls", np.int32),
+])
+assert ELEM_DTYPE.itemsize == 32
+
+ELEM_NONE = 0
+ELEM_FREE = 1
+ELEM_BUSY = 2
+ELEM_FREEING = 3
+
+# free lists: class k holds elements of (2**(k-1), 2**k] grains (class 0: one grain)
+N_CLASSES = 32
+
+# ctl words
+H_LOCK = 0
+H_NONEMPTY = 1        # bit k set iff free list k is not empty
+H_ALLOC_COUNT = 2     # elements handed out (BUSY or FREEING)
+H_ALLOC_GRAINS = 3    # grains in them
+H_FREE_GRAINS = 4     # grains in free elements
+H_FREE_COUNT = 5      # free elements
+H_BASE = 8            # virtual address of grain 0
+H_NGRAINS = 9
+H_ZERO_IN_LOCK = 10   # 1: zero freed memory inside the lock (the A/B baseline)
+H_MAGIC = 11
+H_HEADS = 16          # 32 free-list heads
+HEAP_CTL_WORDS = H_HEADS + N_CLASSES
+
+HEAP_MAGIC = 0x48454150  # "HEAP"
+
+# heap_get_stats output (rte_malloc_socket_stats fields, bytes)
+STAT_NAMES = ("heap_totalsz_bytes", "heap_freesz_bytes", "heap_allocsz_bytes",
+              "greatest_free_size", "free_count", "alloc_count")
+
+# heap_validate reasons (info[0])
+V_OK = 0
+V_SIZE = 1            # element size < 1 or past the end
+V_STATE = 2           # element start with a bad state
+V_PREV = 3            # prev link disagrees with the walk
+V_ADJACENT_FREE = 4   # two free elements side by side
+V_INTERIOR = 5        # a grain inside an element is marked as an element start
+V_FREE_LIST = 6       # free lists and FREE states disagree
+V_COUNTERS = 7        # counters disagree with the walk
+V_DIRTY_RANGE = 8     # dirty range outside its element
+V_NOT_ZERO = 9        # a non-zero byte outside the dirty range of a free element
+V_BITMAP = 10         # non-empty bitmap disagrees with the lists
+V_LOCKED = 11         # validate found the lock held (nobody else may run)
+VALIDATE_REASONS = {
+    V_SIZE: "element size out of range", V_STATE: "bad element state",
+    V_PREV: "prev link disagrees with the element order",
+    V_ADJACENT_FREE: "two adjacent free elements", V_INTERIOR: "stray element start inside an element",
+    V_FREE_LIST: "free lists disagree with the element states",
+    V_COUNTERS: "counters disagree with the elements", V_DIRTY_RANGE: "dirty range outside its element",
+    V_NOT_ZERO: "non-zero byte in free memory that should be zero",
+    V_BITMAP: "free-list bitmap disagrees with the lists", V_LOCKED: "heap lock held",
+}
+
+HeapState = namedtuple("HeapState", ["ctl", "elems"])
+HeapState.__doc__ = """The arrays of a heap (``ctl`` int64 words, ``elems`` ELEM_DTYPE per grain).
+
+Take it from ``heap.state`` and pass it to the kernels in :mod:`pktbuf.heap.kernels`."""
