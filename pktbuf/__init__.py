@@ -7,7 +7,7 @@ Two layers:
   own ``@njit`` code: ``from pktbuf.kernels import *``.
 * **facade** -- classes with validation and exceptions for plain Python:
   :class:`PktmbufPool`, :class:`Mbuf`, :class:`Mempool`, :class:`Ring`, :class:`Domain`,
-  :class:`Memif`.
+  :class:`Memif`, :class:`PagePool`, :class:`PageArena`, :class:`Heap`.
 
 Importing ``pktbuf`` is cheap: submodules load on first use.
 """
@@ -24,6 +24,9 @@ _LAZY = {
     "Mbuf": "pktbuf.api.mbuf",
     "Ring": "pktbuf.ring",
     "Memif": "pktbuf.memif.interface",
+    "Heap": "pktbuf.heap",
+    "PageArena": "pktbuf.pagepool",
+    "PagePool": "pktbuf.pagepool",
     "MemifDisconnected": "pktbuf.memif.interface",
     "Region": "pktbuf.rawmem",
     "LCORE_ANY": "pktbuf.mempool.layout",

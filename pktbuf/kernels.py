@@ -50,6 +50,16 @@ from .memif.datapath import tx_burst as memif_tx_burst  # noqa: F401
 from .memif.poll import backoff_idle, backoff_new, backoff_reset  # noqa: F401
 from .memif.poll import rx_wait as memif_rx_wait  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
+from .heap.kernels import (heap_calloc, heap_free, heap_get_stats, heap_malloc,  # noqa: F401
+                           heap_malloc_validate, heap_realloc, heap_validate, heap_zmalloc)
+from .pagepool.arena import (alloc_page, alloc_pages_bulk, get_page, page_address,  # noqa: F401
+                             page_ref_count, put_page)
+from .pagepool.kernels import (page_pool_alloc_pages, page_pool_destroy,  # noqa: F401
+                               page_pool_get_dma_addr, page_pool_get_stats, page_pool_inflight,
+                               page_pool_put_full_page, page_pool_put_page,
+                               page_pool_put_page_bulk, page_pool_recycle_direct,
+                               page_pool_ref_page, page_pool_release, page_pool_release_page)
+from .spinlock import spin_is_locked, spin_lock, spin_trylock, spin_unlock  # noqa: F401
 from .rawmem import addr_u8, load_u8, memcpy, memmove, memset, stack_i32, store_u8  # noqa: F401
 from .ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
                            ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,
