@@ -171,41 +171,40 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         if rc < 0:
             return rc
     mb = dom.mb
-    run_start = 0
-    run_len = 0
-    run_pool = np.int64(-1)
-    # One pass; i == n is a sentinel that flushes the last run.  The run is flushed from a
-    # single call site so that LLVM inlines the mempool put fast path here.
-    for i in range(n + 1):
-        pool = np.int64(-1)         # -1: entry i does not join a run
-        chained = False
-        if i < n:
-            h = np.int64(mbufs[i])
-            if h != NULL:
-                m = mb[h]
-                if m.next != NULL:
-                    chained = True
-                elif m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0:
-                    # the common case: sole owner of a direct single segment -- no atomics,
-                    # and the in-pool invariants already hold except, possibly, nb_segs
-                    if m.nb_segs != 1:
-                        m.nb_segs = 1
-                    pool = np.int64(m.pool)
-                elif _prefree_seg(dom, lcore, h) != NULL:
-                    pool = np.int64(m.pool)
-                # else: still referenced elsewhere -- not ours to free; it ends the run
-        if run_len > 0 and (pool != run_pool or run_len == FREE_PENDING_SZ):
-            mempool_generic_put(dom, run_pool, np.int64(lcore), mbufs, np.int64(run_start),
-                                np.int64(run_len))
-            run_len = 0
-        if chained:
+    i = 0
+    while i < n:
+        h = np.int64(mbufs[i])
+        if h == NULL:
+            i += 1
+            continue
+        m = mb[h]
+        if m.next != NULL:
             # the first chained packet: DPDK's staged walk does the rest
             _staged(dom, lcore, mbufs, i, n)
             return 0
-        if pool >= 0:
-            if run_len == 0:
-                run_start = i
-                run_pool = pool
-            mb[mbufs[i]].state = ST_FREE
-            run_len += 1
+        if m.refcnt != 1 or (m.ol_flags & F_NOT_DIRECT) != 0 or m.nb_segs != 1:
+            # shared, indirect or with a stale nb_segs: the general per-segment path
+            if _prefree_seg(dom, lcore, h) == NULL:
+                i += 1              # still referenced elsewhere: not ours to free
+                continue
+        # mbuf i is freeable: it starts a run of its pool.  The inner loop is the common
+        # case -- sole owners of direct single segments of the same pool -- and does nothing
+        # but check and mark them; the run then goes back to the pool straight from `mbufs`.
+        pool = np.int64(m.pool)
+        m.state = ST_FREE
+        start = i
+        i += 1
+        end = min(n, start + FREE_PENDING_SZ)
+        while i < end:
+            h2 = mbufs[i]
+            if h2 < 0:
+                break
+            m2 = mb[np.uint64(h2)]
+            if (m2.next != NULL or m2.refcnt != 1 or (m2.ol_flags & F_NOT_DIRECT) != 0
+                    or m2.nb_segs != 1 or np.int64(m2.pool) != pool):
+                break
+            m2.state = ST_FREE
+            i += 1
+        mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start),
+                            np.int64(i - start))
     return 0
