@@ -29,6 +29,7 @@ _LAZY = {
     "PagePool": "pktbuf.pagepool",
     "MemifDisconnected": "pktbuf.memif.interface",
     "Region": "pktbuf.rawmem",
+    "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.mempool.layout",
     "NULL": "pktbuf.mbuf.layout",
     "MBUF_DTYPE": "pktbuf.mbuf.layout",

@@ -69,6 +69,7 @@ def dpdk_live(tool: str) -> dict:
     names = {"1 alloc_bulk+free_bulk": "roundtrip", "2 free_bulk only": "flat",
              "3 free_bulk mixed": "alternating", "3b free_bulk 2 pools": "grouped",
              "4 free_bulk 1 mbuf": "shared", "5 free_bulk 2-seg": "chain2",
+             "6 pktmbuf_alloc+free": "single",
              "7 mempool get_bulk": "raw"}
     out = subprocess.run([tool, "mbuf"], capture_output=True, text=True, timeout=1800)
     ref = {}
@@ -124,7 +125,11 @@ def main(argv=None) -> int:
     for n in bursts:
         _progress(f"single alloc/free and raw mempool, burst {n} ...")
         extra.append(("pktmbuf_alloc + free, one at a time", n, b.median("single", n, reps=reps,
-                                                                        units=units), None, "ns/mbuf"))
+                                                                        units=units),
+                      ref.get(("single", n)), "ns/mbuf"))
+        extra.append(("  same, pktbuf.inline, NRT-free loop", n,
+                      b.median("single_inline", n, reps=reps, units=units),
+                      ref.get(("single", n)), "ns/mbuf"))
         extra.append(("mempool get_bulk + put_bulk (raw)", n, b.median("raw", n, reps=reps,
                                                                      units=units),
                       ref.get(("raw", n)), "ns/obj"))

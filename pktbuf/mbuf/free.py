@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import kernel, require_no_nrt
 from ..atomics import field_fetch_add
 from ..errors import E_INVAL, E_NOMEM
 from ..mempool.kernels import mempool_generic_put
@@ -51,6 +51,7 @@ def _debug_free_check(dom, mbufs, n):
 
 @kernel(inline="always")
 def _prefree_seg(dom, lcore, h):
+    require_no_nrt()
     mb = dom.mb
     m = mb[h]
     if m.refcnt != 1:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import kernel, require_no_nrt
 from ..rawmem import stack_i32
 from ..mempool.kernels import mempool_generic_get, mempool_generic_put
 from ..errors import E_INVAL
@@ -123,6 +123,7 @@ def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
 
 @kernel(inline="always")
 def _raw_alloc(dom, pid, lcore):
+    require_no_nrt()
     one = stack_i32(1)
     rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
     if rc < 0:
@@ -140,6 +141,7 @@ def mbuf_raw_alloc(dom, pid, lcore):
 
 @kernel(inline="always")
 def _raw_free(dom, lcore, h):
+    require_no_nrt()
     m = dom.mb[h]
     m.state = ST_FREE
     one = stack_i32(1)
@@ -199,6 +201,7 @@ def pktmbuf_copy_header(dom, dst, src):
 
 @kernel(inline="always")
 def _reset(dom, h):
+    require_no_nrt()
     m = dom.mb[h]
     m.next = NULL
     m.nb_segs = 1

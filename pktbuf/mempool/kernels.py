@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import kernel, require_no_nrt
 from ..rawmem import stack_i32
 from ..atomics import fetch_add
 from ..errors import E_BADF, E_INVAL, E_NOENT
@@ -204,6 +204,7 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
     bad range) is the out-of-line ``_put_slow``.  Call it only from runtime-free kernels (an
     IR-inlined body in a function with Numba's runtime on gets reference counting).
     """
+    require_no_nrt()
     if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
         size = np.int64(dom.pools[pid].cache_size)
         slot = _cache_slot(pid, lcore)
@@ -229,6 +230,7 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
     Fast path, small enough to be inlined: this lcore's cache holds ``n`` -- pop them, hottest
     first (the cache is a stack, copied out in reverse).  Refill and the ring are out of line.
     """
+    require_no_nrt()
     if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
         slot = _cache_slot(pid, lcore)
         li = slot * _U(CACHE_LINE_WORDS)
