@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel, require_no_nrt
-from .mbuf.free import _debug_free_check, _free_seg, _prefree_seg
-from .mbuf.layout import NULL
-from .mbuf.raw import _raw_alloc, _raw_free, _reset, debug_enabled
+from ._jit import kernel
+from .mbuf.free import _free_pkt, _free_seg, _prefree_seg
+from .mbuf.raw import _raw_alloc, _raw_free, _reset
 from .mempool.kernels import mempool_generic_get, mempool_generic_put
-from .rawmem import stack_i32
 
 __all__ = ["pktmbuf_alloc", "pktmbuf_free", "pktmbuf_free_seg", "pktmbuf_prefree_seg",
            "mbuf_raw_alloc", "mbuf_raw_free", "pktmbuf_reset", "mempool_get_bulk",
@@ -51,19 +49,7 @@ def pktmbuf_alloc(dom, pid, lcore):
 
 @kernel(inline="always")
 def pktmbuf_free(dom, lcore, h):
-    require_no_nrt()
-    if debug_enabled(dom):
-        one = stack_i32(1)
-        one[0] = h
-        rc = _debug_free_check(dom, one, 1)
-        if rc < 0:
-            return rc
-    seg = np.int64(h)
-    while seg != NULL:
-        nxt = np.int64(dom.mb[seg].next)
-        _free_seg(dom, lcore, seg)
-        seg = nxt
-    return 0
+    return _free_pkt(dom, lcore, h)
 
 
 @kernel(inline="always")

@@ -91,9 +91,9 @@ def pktmbuf_free_seg(dom, lcore, h):
     _free_seg(dom, lcore, h)
 
 
-@kernel
-def pktmbuf_free(dom, lcore, h):
-    """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed."""
+@kernel(inline="always")
+def _free_pkt(dom, lcore, h):
+    require_no_nrt()
     if debug_enabled(dom):
         one = stack_i32(1)
         one[0] = h
@@ -106,6 +106,12 @@ def pktmbuf_free(dom, lcore, h):
         _free_seg(dom, lcore, seg)
         seg = nxt
     return 0
+
+
+@kernel
+def pktmbuf_free(dom, lcore, h):
+    """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed."""
+    return _free_pkt(dom, lcore, h)
 
 
 @kernel
@@ -144,15 +150,22 @@ def _staged(dom, lcore, mbufs, start, n):
         npend += 1
 
 
-@kernel
-def pktmbuf_free_bulk_staged(dom, lcore, mbufs, n):
-    """DPDK's array-staged ``rte_pktmbuf_free_bulk``: the reference and the benchmark baseline."""
+@kernel(inline="always")
+def _bulk_precheck(dom, mbufs, n):
+    """Bounds always; the dry run when the debug switch is on.  0 or a negative code."""
     if n < 0 or n > mbufs.size:
         return E_INVAL
     if debug_enabled(dom):
-        rc = _debug_free_check(dom, mbufs, n)
-        if rc < 0:
-            return rc
+        return _debug_free_check(dom, mbufs, n)
+    return 0
+
+
+@kernel
+def pktmbuf_free_bulk_staged(dom, lcore, mbufs, n):
+    """DPDK's array-staged ``rte_pktmbuf_free_bulk``: the reference and the benchmark baseline."""
+    rc = _bulk_precheck(dom, mbufs, n)
+    if rc < 0:
+        return rc
     _staged(dom, lcore, mbufs, 0, n)
     return 0
 
@@ -165,12 +178,9 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
     one pool go back to it straight from ``mbufs``.  ``mbufs`` itself is not modified.
     -EINVAL if ``n`` is outside ``mbufs``.
     """
-    if n < 0 or n > mbufs.size:
-        return E_INVAL
-    if debug_enabled(dom):
-        rc = _debug_free_check(dom, mbufs, n)
-        if rc < 0:
-            return rc
+    rc = _bulk_precheck(dom, mbufs, n)
+    if rc < 0:
+        return rc
     mb = dom.mb
     i = 0
     while i < n:

@@ -37,7 +37,6 @@ def pktmbuf_init_obj(dom, pid, h):
     m.buf_addr = np.uint64(p.region_addr) + np.uint64(off)
     m.buf_iova = np.uint64(off)
     m.buf_len = p.data_room
-    m.data_off = p.headroom
     m.priv_size = p.priv_size
     m.pool = pid
     m.state = ST_FREE
@@ -46,18 +45,11 @@ def pktmbuf_init_obj(dom, pid, h):
     m.next = NULL
     m.direct = NULL
     m.nb_indirect = 0
-    m.port = PORT_INVALID
-    m.ol_flags = 0
-    m.packet_type = 0
-    m.pkt_len = 0
-    m.data_len = 0
-    m.vlan_tci = 0
-    m.vlan_tci_outer = 0
     m.hash = 0
     m.hash_hi = 0
-    m.tx_offload = 0
     m.shinfo = 0
     m.timesync = 0
+    pktmbuf_raw_reset(dom, h, p.headroom)
     for i in range(9):
         m.dynfield1[i] = 0
 
