@@ -78,7 +78,8 @@ def _check_echo(m, pool, tp, mode="io", n_rounds=40):
 # -- pktbuf client <-> testpmd server ----------------------------------------------------------
 class TestPktbufClient:
     @pytest.fixture(scope="class")
-    def peer(self, warm):
+    @classmethod
+    def peer(cls, warm):
         import pktbuf
         pool = pktbuf.PktmbufPool(8192, name="tp-client")
         name = sock_name("tpsrv")
@@ -135,8 +136,9 @@ class _ServerRole:
     zero_copy = False
 
     @pytest.fixture(scope="class")
-    def peer(self, warm):
-        pool, m, tp = _server_fixture(self.zero_copy)
+    @classmethod
+    def peer(cls, warm):
+        pool, m, tp = _server_fixture(cls.zero_copy)
         try:
             assert m.wait_connected(60), (m.disconnect_reason, tp.log()[-3000:])
             assert tp.wait_log(r"memif_connect\(\): Connected", 10)
