@@ -15,7 +15,7 @@ import numpy as np
 from .._jit import kernel
 from ..errors import E_ALREADY, E_BADF, E_FAULT, E_INVAL, E_NOMEM, E_OK
 from ..mempool.layout import MAX_POOLS, POOL_F_MBUF, POOL_F_USED
-from .layout import F_INDIRECT, MAX_SEGS, NULL, ST_ALLOC, ST_FREE
+from .layout import F_INDIRECT, MAX_SEGS, NULL, ST_ALLOC
 
 CHK_OK = 0
 CHK_NULL = -1

@@ -66,7 +66,7 @@ from ._sys import eventfd_signal
 from .layout import (D32_BASE, DESC_FLAG_NEXT, DESC_SIZE, H16_FLAGS, H16_HEAD, H16_TAIL,
                      RING_FLAG_MASK_INT, RING_HDR_SIZE)
 from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC, K_SERVER_RX,
-                    K_SERVER_TX, P_EQ, P_GENERAL, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
+                    K_SERVER_TX, P_EQ, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
                     Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_PATH, Q_POOL, Q_PORT, Q_RING,
                     Q_ZC_REGION, S_BURSTS, S_BYTES, S_DROPS, S_FALLBACK, S_HEAD, S_LAST,
                     S_NOMBUF, S_PACKETS, S_KICKS, S_UP, queue_enter, queue_fail, queue_leave)

@@ -34,7 +34,6 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-import time
 
 import numpy as np
 
@@ -49,11 +48,11 @@ from . import proto as P
 from .control import ControlLoop, close_fds, make_address
 from .peermem import PeerRegion
 from .proto import ProtocolError
-from .queue import (CFG_WORDS, K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC,
+from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC,
                     K_NONE, K_SERVER_RX, K_SERVER_TX, MemifQueue, P_EQ, P_GENERAL, P_GT, P_LT,
                     PATH_NAMES, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD, Q_HEADROOM, Q_KIND, Q_LOG2,
                     Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS, Q_PATH, Q_POOL, Q_PORT, Q_QID, Q_RING,
-                    Q_ZC_REGION, S_BURSTS, S_BYTES, S_DROPS, S_ERR, S_ERR_VAL, S_FALLBACK,
+                    Q_ZC_REGION, S_BYTES, S_DROPS, S_ERR, S_ERR_VAL, S_FALLBACK,
                     S_HEAD, S_KICKS, S_LAST, S_NOMBUF, S_PACKETS, queue_alloc, queue_down,
                     queue_up)
 from .validate import reason as v_reason

@@ -1,7 +1,7 @@
 """Snapshots of everything a pool owns, to prove a failed call changed nothing."""
 import numpy as np
 
-from pktbuf.mempool.layout import CACHE_LINE_WORDS, CACHE_MAX_SIZE, MAX_LCORE
+from pktbuf.mempool.layout import MAX_LCORE
 from pktbuf.ring.kernels import RING_HDR_WORDS
 
 

@@ -1,6 +1,5 @@
 """pktbuf <-> pktbuf over memif in one process: data path, paths, queues, states."""
 import os
-import socket
 import threading
 import time
 
@@ -11,7 +10,7 @@ from numba import njit
 import pktbuf
 from pktbuf.memif import Memif, proto as P
 from pktbuf.memif.datapath import rx_burst, tx_burst
-from pktbuf.memif.queue import P_EQ, P_GENERAL, P_GT, P_LT, S_FALLBACK, S_LAST, Q_PATH
+from pktbuf.memif.queue import P_EQ, P_GENERAL, P_GT, P_LT, S_LAST
 
 from .helpers import exchange, make_packet, payloads, sock_name, wait_for
 

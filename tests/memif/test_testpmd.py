@@ -6,7 +6,6 @@ mid-traffic).  Every testpmd runs under ``timeout`` and is stopped by its PID.
 In CI these tests must run: ``.ci/run`` installs dpdk-dev; without it they fail there.
 """
 import os
-import struct
 import time
 
 import numpy as np
