@@ -80,7 +80,8 @@ def _ring_get(dom, pid, objs, start, n):
 
 @kernel
 def _put_slow(dom, pid, lcore, objs, start, n):
-    """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0.
+    """``mempool_generic_put`` when its fast path (the objects fit in the cache) does not
+    apply: put ``objs[start:start+n]`` back into pool ``pid``; returns 0.
 
     Cannot fail for valid arguments (the ring has room for every object of the pool); a range
     outside ``objs`` returns -EINVAL with nothing done.  ``lcore`` outside ``[0, MAX_LCORE)``
@@ -128,7 +129,8 @@ def _put_slow(dom, pid, lcore, objs, start, n):
 
 @kernel
 def _get_slow(dom, pid, lcore, objs, start, n):
-    """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]``.
+    """``mempool_generic_get`` when its fast path (a cache hit) does not apply: take exactly
+    ``n`` objects of pool ``pid`` into ``objs[start:start+n]``.
 
     Returns 0, or ``E_NOENT`` (-2) with nothing taken when the pool (ring plus this lcore's
     cache) has fewer than ``n``.  Like DPDK, it can fail while other lcores' caches hold objects.
@@ -155,16 +157,7 @@ def _get_slow(dom, pid, lcore, objs, start, n):
     cache = dom.cache_objs
     clen = np.int64(dom.cache_len[li])
     dst = _U(start)
-    if n <= clen:
-        # the common case: the cache is a stack, copied out in reverse so the hottest
-        # object goes out first
-        top = cbase + _U(clen - 1)
-        for i in range(_U(n)):
-            objs[dst + i] = cache[top - i]
-        dom.cache_len[li] = clen - n
-        _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
-        _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
-        return 0
+    # (a cache hit never gets here: mempool_generic_get's fast path served it)
     # hand out the whole cache (copy only: it is not emptied until the ring has delivered)
     top = cbase + _U(clen - 1)
     for i in range(_U(clen)):
