@@ -28,18 +28,18 @@ _LAZY = {
     "PageArena": "pktbuf.pagepool",
     "PagePool": "pktbuf.pagepool",
     "MemifDisconnected": "pktbuf.memif.interface",
-    "Region": "pktbuf.rawmem",
+    "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
-    "LCORE_ANY": "pktbuf.mempool.layout",
+    "LCORE_ANY": "pktbuf.lcore",
     "NULL": "pktbuf.mbuf.layout",
     "MBUF_DTYPE": "pktbuf.mbuf.layout",
 }
 
-from .errors import (Busy, ChainTooLong, DoubleFree, InvalidArgument, InvalidHandle,  # noqa: E402
+from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, InvalidArgument, InvalidHandle,  # noqa: E402
                      NoRoom, OutOfMemory, OutOfRange, PktbufError, PoolExhausted, RefcntError,
                      SanityCheckError)
 
-__all__ = sorted(list(_LAZY) + ["PktbufError", "InvalidArgument", "InvalidHandle", "DoubleFree",
+__all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
                                 "RefcntError", "ChainTooLong", "SanityCheckError", "Busy"])
 

@@ -162,3 +162,8 @@ def check_handles(objs, name: str = "handles") -> np.ndarray:
             raise InvalidHandle(f"{name} holds values outside int32")
         a = a.astype(np.int32)
     return np.ascontiguousarray(a)
+
+
+class AddressInUse(PktbufError, OSError):
+    """Shared memory cannot be mapped at the address it must have in this process."""
+    code = E_BUSY

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 
-from .mempool.layout import LCORE_ANY, MAX_LCORE
+MAX_LCORE = 128          # RTE_MAX_LCORE
+LCORE_ANY = -1           # "no lcore": bypass the caches (DPDK's LCORE_ID_ANY / unregistered thread)
 
 __all__ = ["LCORE_ANY", "MAX_LCORE", "facade_lcore", "reserve_lcores"]
 

@@ -1,10 +1,9 @@
-"""Entry points for the Python facade.
+"""Entry points for the Python facade: validation and the kernel call in one compiled call.
 
-Numba types a namedtuple argument element by element on every call from Python (about 1 us for
-the eight arrays of a domain), while separate array arguments take a fast path (~30 ns each).
-So the facade calls these thin wrappers with the domain's arrays spread out; each rebuilds the
-namedtuple inside compiled code, validates what it is given, and calls the real kernel.  User
-``@njit`` code calls the real kernels directly and never pays either cost.
+Each wrapper checks what the facade cannot check cheaply from Python (handles against the
+descriptor table, a dry run of a free) and then calls the real kernel, so a facade call is one
+crossing into compiled code.  They are called through :class:`~pktbuf.api._fastcall.FastCall`.
+User ``@njit`` code calls the real kernels directly.
 """
 from __future__ import annotations
 
@@ -16,31 +15,28 @@ from ..errors import E_ALREADY, E_BADF
 from ..mbuf.check import (free_check_scratch_size, mbuf_check, mbuf_handle_valid,
                           pktmbuf_free_check)
 from ..mbuf.free import pktmbuf_free_bulk, pktmbuf_free_bulk_staged, pktmbuf_free_seg
-from ..mbuf.layout import NULL, ST_ALLOC, ST_FREE
+from ..mbuf.layout import NULL
+from ..mempool.layout import OBJ_ALLOC, OBJ_FREE
 from ..mbuf.raw import mbuf_raw_alloc_bulk, pktmbuf_alloc, pktmbuf_alloc_bulk
 from ..mempool.kernels import (mempool_audit, mempool_avail_count, mempool_generic_get,
                       mempool_generic_put, mempool_in_use_count)
-from ..mempool.layout import DomainState
 
 
 @kernel
-def py_alloc_bulk(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore, out, n, raw):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def py_alloc_bulk(dom, pid, lcore, out, n, raw):
     if raw:
         return mbuf_raw_alloc_bulk(dom, pid, lcore, out, n)
     return pktmbuf_alloc_bulk(dom, pid, lcore, out, n)
 
 
 @kernel
-def py_alloc(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def py_alloc(dom, pid, lcore):
     return pktmbuf_alloc(dom, pid, lcore)
 
 
 @kernel
-def py_free_bulk(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, scratch):
+def py_free_bulk(dom, lcore, mbufs, n, scratch):
     """Validate the whole array first (dry run), then free: all or nothing."""
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
     rc = pktmbuf_free_check(dom, mbufs, n, scratch)
     if rc < 0:
         return rc
@@ -48,9 +44,8 @@ def py_free_bulk(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, scratch):
 
 
 @kernel
-def py_free_bulk_staged(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, scratch):
+def py_free_bulk_staged(dom, lcore, mbufs, n, scratch):
     """As py_free_bulk, with DPDK's staged algorithm (compiled only when first asked for)."""
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
     rc = pktmbuf_free_check(dom, mbufs, n, scratch)
     if rc < 0:
         return rc
@@ -58,55 +53,49 @@ def py_free_bulk_staged(mb, pools, rh, rs, cl, co, st, cfg, lcore, mbufs, n, scr
 
 
 @kernel
-def py_scratch_size(mb, pools, rh, rs, cl, co, st, cfg, mbufs, n):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def py_scratch_size(dom, mbufs, n):
     return free_check_scratch_size(dom, mbufs, n)
 
 
 @kernel
-def py_free_seg(mb, pools, rh, rs, cl, co, st, cfg, lcore, h):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def py_free_seg(dom, lcore, h):
     if not mbuf_handle_valid(dom, h):
         return E_BADF
-    if dom.mb[h].state != ST_ALLOC:
+    if dom.mb[h].state != OBJ_ALLOC:
         return E_ALREADY
     pktmbuf_free_seg(dom, lcore, h)
     return 0
 
 
 @kernel
-def py_mbuf_status(mb, pools, rh, rs, cl, co, st, cfg, h):
+def py_mbuf_status(dom, h):
     """0 if ``h`` is an allocated mbuf, E_BADF if not an mbuf, E_ALREADY if in its pool."""
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
     if h == NULL or not mbuf_handle_valid(dom, h):
         return E_BADF
-    if dom.mb[h].state != ST_ALLOC:
+    if dom.mb[h].state != OBJ_ALLOC:
         return E_ALREADY
     return 0
 
 
 @kernel
-def py_mbuf_check(mb, pools, rh, rs, cl, co, st, cfg, h, is_header):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def py_mbuf_check(dom, h, is_header):
     return mbuf_check(dom, h, is_header)
 
 
 @kernel
-def py_get_bulk(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore, out, n):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def py_get_bulk(dom, pid, lcore, out, n):
     rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), out, np.int64(0), np.int64(n))
     if rc < 0:
         return rc
     for i in range(n):
-        dom.mb[out[i]].state = ST_ALLOC
+        dom.obj[out[i]].state = OBJ_ALLOC
     return 0
 
 
 @kernel
-def py_put_bulk(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore, objs, n):
+def py_put_bulk(dom, pid, lcore, objs, n):
     """Put objects back after checking each belongs to pool ``pid``, is handed out, and
     appears once: all or nothing."""
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
     p = dom.pools[pid]
     base = p.obj_base
     size = p.size
@@ -114,28 +103,26 @@ def py_put_bulk(mb, pools, rh, rs, cl, co, st, cfg, pid, lcore, objs, n):
         h = objs[i]
         if h < base or h - base >= size:
             return E_BADF
-        if dom.mb[h].state != ST_ALLOC:
+        if dom.obj[h].state != OBJ_ALLOC:
             return E_ALREADY
     for i in range(n):  # duplicates: mark as we go, undo on failure
         h = objs[i]
-        if dom.mb[h].state != ST_ALLOC:
+        if dom.obj[h].state != OBJ_ALLOC:
             for j in range(i):
-                dom.mb[objs[j]].state = ST_ALLOC
+                dom.obj[objs[j]].state = OBJ_ALLOC
             return E_ALREADY
-        dom.mb[h].state = ST_FREE
+        dom.obj[h].state = OBJ_FREE
     mempool_generic_put(dom, np.int64(pid), np.int64(lcore), objs, np.int64(0), np.int64(n))
     return 0
 
 
 @kernel
-def py_counts(mb, pools, rh, rs, cl, co, st, cfg, pid):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def py_counts(dom, pid):
     return mempool_avail_count(dom, pid), mempool_in_use_count(dom, pid)
 
 
 @kernel
-def py_audit(mb, pools, rh, rs, cl, co, st, cfg, pid, seen):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def py_audit(dom, pid, seen):
     return mempool_audit(dom, pid, seen)
 
 

@@ -1,15 +1,16 @@
 """Calling compiled kernels from Python without Numba's per-call type dispatch.
 
 A ``Dispatcher`` call works out the Numba type of every argument before it can pick the
-compiled version (~0.35 us for a facade call with the domain's arrays).  A facade call site
-always passes the same types -- the domain's arrays, Python ints and bools, int32 arrays it has
-validated -- so it resolves the compiled entry point on its first call and then calls it
-directly (~0.17 us).  An entry point does not check types: use a ``FastCall`` only at call
+compiled version.  A facade call site always passes the same types -- a block, Python ints and
+bools, int32 arrays it has validated -- so it resolves the compiled entry point on its first
+call and then calls it directly, skipping the typing.  An entry point does not check types: use a ``FastCall`` only at call
 sites whose argument types never change.
 """
 from __future__ import annotations
 
 from numba import typeof
+
+from .._jit import _widen
 
 
 class FastCall:
@@ -27,7 +28,7 @@ class FastCall:
         if ep is not None:
             return ep(*args)
         out = self.disp(*args)                          # compiles or loads from the cache
-        ov = self.disp.overloads.get(tuple(typeof(a) for a in args))
+        ov = self.disp.overloads.get(tuple(_widen(typeof(a)) for a in args))
         if ov is not None:
             self.entry = ov.entry_point
         return out

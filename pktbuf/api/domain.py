@@ -7,13 +7,14 @@ import threading
 import numpy as np
 
 from ..errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, InvalidArgument, InvalidHandle,
+                      OutOfMemory,
                       check_count, check_handles, raise_for)
 from ..lcore import facade_lcore
 from ..mbuf.dynfield import DynRegistry
-from ..mbuf.layout import MBUF_DTYPE
-from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, CFG_WORDS, MAX_LCORE,
-                              MAX_POOLS, POOL_DTYPE, STAT_WORDS, DomainState)
-from ..rawmem import lazy_zeros
+from ..mbuf import layout as _mbuf_layout  # noqa: F401  (registers dom.mb)
+from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, DOMAIN, MAX_LCORE,
+                              MAX_POOLS, STAT_WORDS)
+from ..shm import PAGE, Window
 from ..ring.kernels import RING_HDR_WORDS
 from . import _entry as E
 
@@ -65,29 +66,38 @@ class Domain:
     Every array is reserved at its maximum size and committed lazily; ``max_objects`` bounds the
     total number of objects (mbufs) of all pools, ``max_ring_slots`` the total ring size.
 
-    ``state`` is the :class:`~pktbuf.mempool.layout.DomainState` to pass to kernels.
+    ``max_data_bytes`` bounds the data rooms of all its pools together (address space only:
+    the domain reserves one window for its tables and every pool's data, so each address it
+    stores has a fixed place; nothing is committed until used).  ``shared=True`` puts the tables
+    in a memfd, so another process can map the domain at the same address.
+
+    ``state`` is the domain handle to pass to kernels (``dom``).
     """
 
     def __init__(self, max_objects: int = 1 << 22, max_ring_slots: int = 1 << 23, *,
+                 max_data_bytes: int = 16 << 30, shared: bool = False,
                  debug: bool | None = None):
         max_objects = check_count(max_objects, "max_objects", lo=1, hi=(1 << 31) - 1)
         max_ring_slots = check_count(max_ring_slots, "max_ring_slots", lo=2, hi=1 << 31)
-        self.state = DomainState(
-            mb=lazy_zeros(max_objects, MBUF_DTYPE),
-            pools=np.zeros(MAX_POOLS, POOL_DTYPE),
-            ring_hdr=lazy_zeros(MAX_POOLS * RING_HDR_WORDS, np.uint32),
-            ring_slots=lazy_zeros(max_ring_slots, np.int32),
-            cache_len=lazy_zeros(MAX_POOLS * MAX_LCORE * CACHE_LINE_WORDS, np.int32),
-            cache_objs=lazy_zeros(MAX_POOLS * MAX_LCORE * CACHE_MAX_SIZE, np.int32),
-            stats=lazy_zeros(MAX_POOLS * (MAX_LCORE + 1) * STAT_WORDS, np.int64),
-            cfg=np.zeros(CFG_WORDS, np.int64),
-        )
+        max_data_bytes = check_count(max_data_bytes, "max_data_bytes", lo=0, hi=1 << 46)
+        counts = {"obj": max_objects, "ring_slots": max_ring_slots}
+        tables = DOMAIN.place(counts)[1]
+        # one window: the tables, a guard page, then every pool's data rooms
+        try:
+            self.window = Window(tables + PAGE + max_data_bytes)
+        except OSError as e:
+            raise OutOfMemory(f"cannot reserve {tables + max_data_bytes:#x} bytes of address "
+                              f"space for a domain ({e.strerror}): lower max_objects or "
+                              "max_data_bytes") from None
+        self.state = DOMAIN.create(counts, shared=shared, window=self.window, offset=0,
+                                   name="pktbuf-domain")
+        self.window.reserve(PAGE, offset=tables)      # guard between tables and data
         self._objs = _Ranges(max_objects)
         self._rings = _Ranges(max_ring_slots, align=16)
         self._pools: dict[int, object] = {}
         self._lock = threading.Lock()
         self.debug = _DEBUG_DEFAULT if debug is None else debug
-        self._args = tuple(self.state)
+        self._args = (self.state,)
         self._tls = threading.local()   # per-thread scratch for the free dry run
         self.dyn = DynRegistry()        # dynamic mbuf fields and flags
 

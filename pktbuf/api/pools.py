@@ -9,9 +9,9 @@ from ..lcore import facade_lcore
 from ..mbuf import raw as RAW
 from ..mbuf.layout import DEFAULT_BUF_SIZE, HEADROOM, PRIV_ALIGN
 from ..mempool import kernels as MK
-from ..mempool.layout import (CACHE_MAX_SIZE, LCORE_ANY, MAX_LCORE, POOL_F_MBUF, POOL_F_SC_GET,
-                              POOL_F_SP_PUT, POOL_F_USED, STAT_NAMES)
-from ..rawmem import Region
+from ..mempool.layout import (CACHE_MAX_SIZE, LCORE_ANY, MAX_LCORE, POOL_DTYPE, POOL_F_MBUF,
+                              POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED, STAT_NAMES)
+from ..shm import Region
 from ..ring.kernels import ring_init
 from . import _entry as E
 from .domain import Domain, default_domain
@@ -54,7 +54,7 @@ class Mempool:
         stride = max(_CACHE_LINE, (elt_size + _CACHE_LINE - 1)
                      // _CACHE_LINE * _CACHE_LINE)
         self.elt_size = stride
-        self.region = Region(stride * n, f"pktbuf-{name}")
+        self.region = Region(stride * n, f"pktbuf-{name}", window=self.domain.window)
         ring_size = _ring_size_for(n)
         try:
             self.id, self.obj_base, self._ring_base = self.domain._register(self, n, ring_size)
@@ -63,6 +63,7 @@ class Mempool:
             raise
         self._ring_size = ring_size
         st = self.domain.state
+        st.pools[self.id] = np.zeros((), POOL_DTYPE)     # nothing left of an earlier pool
         p = st.pools[self.id]
         flags = POOL_F_USED | (POOL_F_SP_PUT if sp_put else 0) | (POOL_F_SC_GET if sc_get else 0)
         if self._is_mbuf:
@@ -81,7 +82,9 @@ class Mempool:
         ring_init(self.domain.ring_hdr_view(self.id),
                   st.ring_slots[self._ring_base:self._ring_base + ring_size], ring_size - 1, 0)
         p["flags"] = flags
-        RAW.pktmbuf_pool_populate(st, self.id, self._is_mbuf, np.empty(n, np.int32))
+        MK.mempool_populate(st, self.id, np.empty(n, np.int32))
+        if self._is_mbuf:
+            RAW.pktmbuf_pool_init(st, self.id)
         self._args = self.domain._args
         self._closed = False
 
@@ -196,7 +199,7 @@ class Mempool:
         if in_use and not force:
             raise Busy(f"pool {self.name!r} has {in_use} objects in use")
         st.pools[self.id]["flags"] = 0
-        RAW.pool_depopulate(st, self.id)
+        MK.mempool_depopulate(st, self.id)
         self.domain._unregister(self.id, self.obj_base, self.n, self._ring_base, self._ring_size)
         self._closed = True
         self.region.close()

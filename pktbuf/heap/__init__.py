@@ -2,7 +2,7 @@
 
 :class:`Heap` is the facade; the kernels (``heap_malloc``, ``heap_zmalloc``, ``heap_calloc``,
 ``heap_realloc``, ``heap_free``, ``heap_get_stats``...) are in :mod:`pktbuf.heap.kernels` and
-take ``heap.state`` (:class:`~pktbuf.heap.layout.HeapState`), so ``@njit`` code -- several
+take ``heap.state`` (a block: :data:`~pktbuf.heap.layout.HEAP`), so ``@njit`` code -- several
 threads at once -- can call them.  Addresses are plain integers (virtual addresses in this
 process); :meth:`Heap.view` turns a block into a NumPy array.
 
@@ -20,12 +20,12 @@ import numpy as np
 
 from ..errors import (E_ALREADY, E_BADF, E_NOMEM, DoubleFree, InvalidArgument,
                       InvalidHandle, OutOfMemory, SanityCheckError, check_count, error_for)
-from ..rawmem import Region, lazy_zeros
+from ..shm import Region
 from . import kernels as K
-from .layout import (ELEM_DTYPE, ELEM_FREE, GRAIN, H_ZERO_IN_LOCK, HEAP_CTL_WORDS, MAX_GRAINS,
-                     STAT_NAMES, VALIDATE_REASONS, HeapState)
+from .layout import (ELEM_DTYPE, ELEM_FREE, GRAIN, H_ZERO_IN_LOCK, HEAP, MAX_GRAINS,
+                     STAT_NAMES, VALIDATE_REASONS)
 
-__all__ = ["Heap", "HeapState", "ELEM_DTYPE", "GRAIN", "STAT_NAMES"]
+__all__ = ["Heap", "HEAP", "ELEM_DTYPE", "GRAIN", "STAT_NAMES"]
 
 
 class Heap:
@@ -58,8 +58,7 @@ class Heap:
         self.region = region
         self.size = size
         self.ngrains = size // GRAIN
-        self.state = HeapState(lazy_zeros(HEAP_CTL_WORDS, np.int64),
-                               lazy_zeros(self.ngrains, ELEM_DTYPE))
+        self.state = HEAP.create({"elems": self.ngrains})
         rc = K.heap_init(self.state, region.address, self.ngrains, dirty)
         if rc != 0:  # pragma: no cover - validated above
             raise InvalidArgument(f"heap_init failed ({rc})")

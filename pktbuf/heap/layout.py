@@ -36,9 +36,9 @@ Control words (``ctl``, int64): line 0 holds the spin lock and what only the loc
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
+
+from ..block import Layout
 
 GRAIN_SHIFT = 6
 GRAIN = 1 << GRAIN_SHIFT          # 64 bytes
@@ -107,7 +107,9 @@ VALIDATE_REASONS = {
     V_BITMAP: "free-list bitmap disagrees with the lists", V_LOCKED: "heap lock held",
 }
 
-HeapState = namedtuple("HeapState", ["ctl", "elems"])
-HeapState.__doc__ = """The arrays of a heap (``ctl`` int64 words, ``elems`` ELEM_DTYPE per grain).
-
-Take it from ``heap.state`` and pass it to the kernels in :mod:`pktbuf.heap.kernels`."""
+HEAP = Layout("heap", [
+    ("ctl", np.int64, HEAP_CTL_WORDS),
+    ("elems", ELEM_DTYPE, None),        # one per grain of the heap's region
+])
+"""A heap's block (``ctl`` int64 words, ``elems`` ELEM_DTYPE per grain): take it from
+``heap.state`` and pass it to the kernels in :mod:`pktbuf.heap.kernels`."""

@@ -14,8 +14,8 @@ import numpy as np
 
 from .._jit import kernel
 from ..errors import E_ALREADY, E_BADF, E_FAULT, E_INVAL, E_NOMEM, E_OK
-from ..mempool.layout import MAX_POOLS, POOL_F_MBUF, POOL_F_USED
-from .layout import F_INDIRECT, MAX_SEGS, NULL, ST_ALLOC
+from ..mempool.layout import MAX_POOLS, OBJ_ALLOC, POOL_F_MBUF, POOL_F_USED
+from .layout import F_INDIRECT, MAX_SEGS, NULL
 
 CHK_OK = 0
 CHK_NULL = -1
@@ -106,7 +106,7 @@ def mbuf_check(dom, h, is_header):
     if not is_header:
         return CHK_OK
     m = dom.mb[h]
-    if m.state != ST_ALLOC:
+    if m.state != OBJ_ALLOC:
         return CHK_STATE
     if np.int64(m.data_len) > np.int64(m.pkt_len):
         return CHK_DATA_LEN
@@ -122,7 +122,7 @@ def mbuf_check(dom, h, is_header):
         if rc != CHK_OK:
             return rc
         s = dom.mb[seg]
-        if s.state != ST_ALLOC:
+        if s.state != OBJ_ALLOC:
             return CHK_STATE
         if np.int64(s.data_off) > np.int64(s.buf_len):
             return CHK_DATA_OFF
@@ -222,14 +222,14 @@ def pktmbuf_free_check(dom, mbufs, n, scratch):
             continue
         if not mbuf_handle_valid(dom, h):
             return E_BADF
-        if dom.mb[h].state != ST_ALLOC:
+        if dom.mb[h].state != OBJ_ALLOC:
             return E_ALREADY
         seg = h
         cnt = 0
         while seg != NULL:
             if not mbuf_handle_valid(dom, seg):
                 return E_FAULT
-            if dom.mb[seg].state != ST_ALLOC:
+            if dom.mb[seg].state != OBJ_ALLOC:
                 return E_ALREADY
             if _check_seg(dom, seg) != CHK_OK:
                 return E_FAULT

@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel, require_no_nrt
+from .._jit import kernel
 from ..atomics import field_fetch_add
 from ..errors import E_INVAL, E_NOMEM
 from ..mempool.kernels import mempool_generic_put
+from ..mempool.layout import OBJ_FREE
 from ..rawmem import stack_i32
 from .check import pktmbuf_free_check
 from .indirect import pktmbuf_detach
-from .layout import F_NOT_DIRECT, NULL, ST_FREE
-from .raw import _raw_free, debug_enabled
+from .layout import F_NOT_DIRECT, NULL
+from .raw import debug_enabled, mbuf_raw_free
 
 FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
 DEBUG_SCRATCH = 2048   # debug-mode double-free detection covers 2048 segments per call
@@ -49,9 +50,14 @@ def _debug_free_check(dom, mbufs, n):
     return 0 if rc == E_NOMEM else rc
 
 
-@kernel(inline="always")
-def _prefree_seg(dom, lcore, h):
-    require_no_nrt()
+@kernel
+def pktmbuf_prefree_seg(dom, lcore, h):
+    """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
+
+    Returns ``h`` when that was the last reference -- the segment is then back in the in-pool
+    state (refcnt 1, no next, one segment, direct) and the caller returns it to its pool -- or
+    NULL (-1) if it is still referenced.  Only fields that differ are written.
+    """
     mb = dom.mb
     m = mb[h]
     if m.refcnt != 1:
@@ -69,31 +75,16 @@ def _prefree_seg(dom, lcore, h):
 
 
 @kernel
-def pktmbuf_prefree_seg(dom, lcore, h):
-    """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
-
-    Returns ``h`` when that was the last reference -- the segment is then back in the in-pool
-    state (refcnt 1, no next, one segment, direct) and the caller returns it to its pool -- or
-    NULL (-1) if it is still referenced.  Only fields that differ are written.
-    """
-    return _prefree_seg(dom, lcore, h)
-
-
-@kernel(inline="always")
-def _free_seg(dom, lcore, h):
-    if _prefree_seg(dom, lcore, h) != NULL:
-        _raw_free(dom, lcore, h)
+def pktmbuf_free_seg(dom, lcore, h):
+    """``rte_pktmbuf_free_seg``: free one segment (its ``next`` is not followed)."""
+    if pktmbuf_prefree_seg(dom, lcore, h) != NULL:
+        mbuf_raw_free(dom, lcore, h)
 
 
 @kernel
-def pktmbuf_free_seg(dom, lcore, h):
-    """``rte_pktmbuf_free_seg``: free one segment (its ``next`` is not followed)."""
-    _free_seg(dom, lcore, h)
-
-
-@kernel(inline="always")
-def _free_pkt(dom, lcore, h):
-    require_no_nrt()
+def pktmbuf_free(dom, lcore, h):
+    """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed.  Returns 0,
+    or with the debug switch on a negative code (nothing freed) if the free is not legal."""
     if debug_enabled(dom):
         one = stack_i32(1)
         one[0] = h
@@ -103,15 +94,9 @@ def _free_pkt(dom, lcore, h):
     seg = np.int64(h)
     while seg != NULL:
         nxt = np.int64(dom.mb[seg].next)   # read before prefree clears it
-        _free_seg(dom, lcore, seg)
+        pktmbuf_free_seg(dom, lcore, seg)
         seg = nxt
     return 0
-
-
-@kernel
-def pktmbuf_free(dom, lcore, h):
-    """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed."""
-    return _free_pkt(dom, lcore, h)
 
 
 @kernel
@@ -132,7 +117,7 @@ def _staged(dom, lcore, mbufs, start, n):
                 i += 1
                 continue
             nxt = np.int64(mb[seg].next)       # read before prefree clears it
-            if _prefree_seg(dom, lcore, seg) != NULL:
+            if pktmbuf_prefree_seg(dom, lcore, seg) != NULL:
                 survivor = seg
             seg = nxt
         pool = np.int64(mb[survivor].pool) if survivor >= 0 else np.int64(-1)
@@ -145,12 +130,12 @@ def _staged(dom, lcore, mbufs, start, n):
             return
         if npend == 0:
             pend_pool = pool
-        mb[survivor].state = ST_FREE
+        mb[survivor].state = OBJ_FREE
         pending[npend] = survivor
         npend += 1
 
 
-@kernel(inline="always")
+@kernel
 def _bulk_precheck(dom, mbufs, n):
     """Bounds always; the dry run when the debug switch is on.  0 or a negative code."""
     if n < 0 or n > mbufs.size:
@@ -195,14 +180,14 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
             return 0
         if m.refcnt != 1 or (m.ol_flags & F_NOT_DIRECT) != 0 or m.nb_segs != 1:
             # shared, indirect or with a stale nb_segs: the general per-segment path
-            if _prefree_seg(dom, lcore, h) == NULL:
+            if pktmbuf_prefree_seg(dom, lcore, h) == NULL:
                 i += 1              # still referenced elsewhere: not ours to free
                 continue
         # mbuf i is freeable: it starts a run of its pool.  The inner loop is the common
         # case -- sole owners of direct single segments of the same pool -- and does nothing
         # but check and mark them; the run then goes back to the pool straight from `mbufs`.
         pool = np.int64(m.pool)
-        m.state = ST_FREE
+        m.state = OBJ_FREE
         start = i
         i += 1
         end = min(n, start + FREE_PENDING_SZ)
@@ -214,7 +199,7 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
             if (m2.next != NULL or m2.refcnt != 1 or (m2.ol_flags & F_NOT_DIRECT) != 0
                     or m2.nb_segs != 1 or np.int64(m2.pool) != pool):
                 break
-            m2.state = ST_FREE
+            m2.state = OBJ_FREE
             i += 1
         mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start),
                             np.int64(i - start))

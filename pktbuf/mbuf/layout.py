@@ -1,7 +1,8 @@
 """The mbuf descriptor: a 128-byte structured NumPy dtype.
 
-Descriptors of every pool of a domain live in one table (``DomainState.mb``); an mbuf *handle*
-is an ``int32`` index into it, and ``NULL`` is ``-1``.  The layout follows DPDK's
+Descriptors of every pool of a domain live in one table -- the domain's object table, which
+the mempool layer sees as object headers (``dom.obj``) and this layer as mbufs (``dom.mb``);
+an mbuf *handle* is an ``int32`` index into it, and ``NULL`` is ``-1``.  The layout follows DPDK's
 ``struct rte_mbuf`` (two 64-byte cache lines, same offsets for every field we keep), with four
 deliberate differences, all because a handle is 4 bytes where DPDK stores 8-byte pointers:
 
@@ -25,7 +26,7 @@ offset   size   field              notes
 52       2      ``vlan_tci_outer``
 54       2      ``buf_len``        size of the segment buffer
 56       2      ``pool``           **pool id** (DPDK: 8-byte pool pointer)
-58       2      ``state``          **ours**: ``ST_FREE`` in the pool, ``ST_ALLOC`` when handed out
+58       2      ``state``          **ours**: ``OBJ_FREE`` in the pool, ``OBJ_ALLOC`` when handed out
 60       4      ``next``           **next segment handle** (DPDK: 8-byte pointer at offset 64);
                                    on the first line, so the free path reads one line only
 64       4      ``direct``         **ours**: for an indirect mbuf, the handle whose buffer it
@@ -50,6 +51,8 @@ The same table serves plain mempools (``pktbuf.Mempool``): their objects use ``b
 from __future__ import annotations
 
 import numpy as np
+
+from ..mempool.layout import DOMAIN, OBJHDR_DTYPE
 
 MBUF_DTYPE = np.dtype([
     ("buf_addr", np.uint64),
@@ -83,6 +86,10 @@ assert MBUF_DTYPE.itemsize == 128, MBUF_DTYPE.itemsize
 assert MBUF_DTYPE.fields["ol_flags"][1] == 24 and MBUF_DTYPE.fields["pool"][1] == 56
 assert MBUF_DTYPE.fields["next"][1] == 60 and MBUF_DTYPE.fields["tx_offload"][1] == 72
 assert MBUF_DTYPE.fields["dynfield1"][1] == 92
+# the mempool's object header fields are at the same places
+assert all(MBUF_DTYPE.fields[f][:2] == OBJHDR_DTYPE.fields[f][:2] for f in OBJHDR_DTYPE.names)
+
+DOMAIN.alias("mb", MBUF_DTYPE, of="obj")     # dom.mb: the object table as mbuf descriptors
 
 NULL = -1                    # the NULL handle
 PORT_INVALID = 0xFFFF        # RTE_MBUF_PORT_INVALID
@@ -92,9 +99,6 @@ DEFAULT_BUF_SIZE = DEFAULT_DATAROOM + HEADROOM   # RTE_MBUF_DEFAULT_BUF_SIZE (21
 PRIV_ALIGN = 8               # RTE_MBUF_PRIV_ALIGN
 MAX_SEGS = 0xFFFF            # nb_segs is 16 bits
 REFCNT_MAX = 0xFFFE          # 0xFFFF is rejected by the sanity check, as in DPDK
-
-ST_FREE = 0                  # in its pool (ring or a cache)
-ST_ALLOC = 0xA110            # handed out
 
 F_EXTERNAL = 1 << 61         # RTE_MBUF_F_EXTERNAL
 F_INDIRECT = 1 << 62         # RTE_MBUF_F_INDIRECT

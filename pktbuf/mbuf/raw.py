@@ -5,7 +5,7 @@ beyond what the pool guarantees (``buf_addr``, ``buf_iova``, ``buf_len``, ``refc
 ``nb_segs == 1``, ``next == NULL``, ``pool``, ``priv_size``).  The ``pktmbuf_`` allocators
 add the per-packet field reset.
 
-Every allocation marks the descriptor ``ST_ALLOC`` and every release ``ST_FREE``: one 16-bit
+Every allocation marks the descriptor ``OBJ_ALLOC`` and every release ``OBJ_FREE``: one 16-bit
 store on the first cache line, which the allocation writes anyway.  It is what lets the facade
 (and the debug checks) tell a double free from a legitimate one in O(1).
 """
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel, require_no_nrt
+from .._jit import kernel
 from ..rawmem import stack_i32
 from ..mempool.kernels import mempool_generic_get, mempool_generic_put
 from ..errors import E_INVAL
-from ..mempool.layout import CFG_DEBUG
-from .layout import NULL, PORT_INVALID, ST_ALLOC, ST_FREE
+from ..mempool.layout import CFG_DEBUG, OBJ_ALLOC, OBJ_FREE
+from .layout import NULL, PORT_INVALID
 
 
 @kernel
@@ -28,71 +28,28 @@ def debug_enabled(dom):
 
 
 @kernel
-def pktmbuf_init_obj(dom, pid, h):
-    """Constructor of one mbuf of pool ``pid`` (``rte_pktmbuf_init``): the in-pool state."""
-    p = dom.pools[pid]
-    k = np.int64(h) - np.int64(p.obj_base)
-    off = k * np.int64(p.elt_size) + np.int64(p.priv_size)
-    m = dom.mb[h]
-    m.buf_addr = np.uint64(p.region_addr) + np.uint64(off)
-    m.buf_iova = np.uint64(off)
-    m.buf_len = p.data_room
-    m.priv_size = p.priv_size
-    m.pool = pid
-    m.state = ST_FREE
-    m.refcnt = 1
-    m.nb_segs = 1
-    m.next = NULL
-    m.direct = NULL
-    m.nb_indirect = 0
-    m.hash = 0
-    m.hash_hi = 0
-    m.shinfo = 0
-    m.timesync = 0
-    pktmbuf_raw_reset(dom, h, p.headroom)
-    for i in range(9):
-        m.dynfield1[i] = 0
-
-
-@kernel
-def pktmbuf_pool_populate(dom, pid, is_mbuf, objs):
-    """Initialise every object of pool ``pid`` and put it in the ring (pool creation).
-
-    ``objs`` is scratch of at least the pool size.  Plain mempool objects get only their
-    address, length, pool and state.
-    """
-    p = dom.pools[pid]
-    base = np.int64(p.obj_base)
-    n = np.int64(p.size)
-    for k in range(n):
-        h = base + k
-        if is_mbuf:
-            pktmbuf_init_obj(dom, pid, h)
-        else:
-            m = dom.mb[h]
-            m.buf_addr = np.uint64(p.region_addr) + np.uint64(k * np.int64(p.elt_size))
-            m.buf_iova = np.uint64(k * np.int64(p.elt_size))
-            m.buf_len = 0
-            m.pool = pid
-            m.state = ST_FREE
-            m.refcnt = 1
-            m.nb_segs = 1
-            m.next = NULL
-            m.direct = NULL
-        objs[k] = h
-    mempool_generic_put(dom, np.int64(pid), np.int64(-1), objs, np.int64(0), np.int64(n))
-
-
-@kernel
-def pool_depopulate(dom, pid):
-    """Unlink the descriptors of pool ``pid`` (pool destruction): no handle of it stays valid."""
+def pktmbuf_pool_init(dom, pid):
+    """``rte_pktmbuf_init`` over every object of pool ``pid``, after ``mempool_populate`` gave
+    them their buffers: the in-pool state of an mbuf and zeroed metadata."""
     p = dom.pools[pid]
     base = np.int64(p.obj_base)
     for k in range(np.int64(p.size)):
-        m = dom.mb[base + k]
-        m.pool = 0xFFFF
-        m.state = ST_FREE
-        m.buf_addr = 0
+        h = base + k
+        m = dom.mb[h]
+        m.buf_len = p.data_room
+        m.priv_size = p.priv_size
+        m.refcnt = 1
+        m.nb_segs = 1
+        m.next = NULL
+        m.direct = NULL
+        m.nb_indirect = 0
+        m.hash = 0
+        m.hash_hi = 0
+        m.shinfo = 0
+        m.timesync = 0
+        pktmbuf_raw_reset(dom, h, p.headroom)
+        for i in range(9):
+            m.dynfield1[i] = 0
 
 
 @kernel
@@ -103,48 +60,30 @@ def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
         return rc
     mb = dom.mb
     for i in range(n):
-        mb[mbufs[i]].state = ST_ALLOC
+        mb[mbufs[i]].state = OBJ_ALLOC
     return 0
-
-
-# The single-mbuf operations come in pairs: an IR-inlined body (``_name``) that pktbuf's own
-# runtime-free kernels call, so a per-packet call costs no function call, and the public
-# kernel (``name``) around it for your code.  (Inlining into a caller that runs with Numba's
-# runtime would add reference counting on every DomainState access: don't call the ``_``
-# bodies from ordinary @njit code.)
-
-@kernel(inline="always")
-def _raw_alloc(dom, pid, lcore):
-    require_no_nrt()
-    one = stack_i32(1)
-    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
-    if rc < 0:
-        return np.int64(rc)
-    h = one[0]
-    dom.mb[h].state = ST_ALLOC
-    return np.int64(h)
 
 
 @kernel
 def mbuf_raw_alloc(dom, pid, lcore):
     """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
-    return _raw_alloc(dom, pid, lcore)
-
-
-@kernel(inline="always")
-def _raw_free(dom, lcore, h):
-    require_no_nrt()
-    m = dom.mb[h]
-    m.state = ST_FREE
     one = stack_i32(1)
-    one[0] = h
-    mempool_generic_put(dom, np.int64(m.pool), np.int64(lcore), one, np.int64(0), np.int64(1))
+    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
+    if rc < 0:
+        return np.int64(rc)
+    h = one[0]
+    dom.mb[h].state = OBJ_ALLOC
+    return np.int64(h)
 
 
 @kernel
 def mbuf_raw_free(dom, lcore, h):
     """``rte_mbuf_raw_free``: return one mbuf that is already in the in-pool state."""
-    _raw_free(dom, lcore, h)
+    m = dom.mb[h]
+    m.state = OBJ_FREE
+    one = stack_i32(1)
+    one[0] = h
+    mempool_generic_put(dom, np.int64(m.pool), np.int64(lcore), one, np.int64(0), np.int64(1))
 
 
 @kernel
@@ -154,11 +93,11 @@ def mbuf_raw_free_bulk(dom, pid, lcore, mbufs, n):
         return E_INVAL
     mb = dom.mb
     for i in range(n):
-        mb[mbufs[i]].state = ST_FREE
+        mb[mbufs[i]].state = OBJ_FREE
     return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), mbufs, np.int64(0), np.int64(n))
 
 
-@kernel(inline="always")
+@kernel
 def pktmbuf_raw_reset(dom, h, headroom):
     """The per-packet reset of ``rte_mbuf_raw_reset_bulk`` for one mbuf (second line: tx_offload)."""
     m = dom.mb[h]
@@ -191,19 +130,13 @@ def pktmbuf_copy_header(dom, dst, src):
         d.dynfield1[i] = s.dynfield1[i]
 
 
-@kernel(inline="always")
-def _reset(dom, h):
-    require_no_nrt()
+@kernel
+def pktmbuf_reset(dom, h):
+    """``rte_pktmbuf_reset``: the raw reset plus ``next``/``nb_segs`` of a single segment."""
     m = dom.mb[h]
     m.next = NULL
     m.nb_segs = 1
     pktmbuf_raw_reset(dom, h, dom.pools[m.pool].headroom)
-
-
-@kernel
-def pktmbuf_reset(dom, h):
-    """``rte_pktmbuf_reset``: the raw reset plus ``next``/``nb_segs`` of a single segment."""
-    _reset(dom, h)
 
 
 @kernel
@@ -215,7 +148,7 @@ def pktmbuf_alloc_bulk(dom, pid, lcore, mbufs, n):
     headroom = dom.pools[pid].headroom
     mb = dom.mb
     for i in range(n):
-        mb[mbufs[i]].state = ST_ALLOC
+        mb[mbufs[i]].state = OBJ_ALLOC
         pktmbuf_raw_reset(dom, mbufs[i], headroom)
     return 0
 
@@ -223,7 +156,7 @@ def pktmbuf_alloc_bulk(dom, pid, lcore, mbufs, n):
 @kernel
 def pktmbuf_alloc(dom, pid, lcore):
     """``rte_pktmbuf_alloc``: one reset mbuf handle, or -ENOENT (-2)."""
-    h = _raw_alloc(dom, pid, lcore)
+    h = mbuf_raw_alloc(dom, pid, lcore)
     if h >= 0:
-        _reset(dom, h)
+        pktmbuf_reset(dom, h)
     return h

@@ -40,7 +40,7 @@ import numpy as np
 from .._jit import kernel
 from ..errors import InvalidArgument, PktbufError, check_count, check_handles
 from ..lcore import facade_lcore
-from ..mempool.layout import LCORE_ANY, MAX_LCORE, DomainState
+from ..mempool.layout import LCORE_ANY, MAX_LCORE
 from ..rawmem import Region
 from . import datapath as DP
 from . import layout as L
@@ -83,14 +83,12 @@ def size_relation(bsize: int, mbuf_cap: int) -> int:
 
 # -- facade entry points (arrays spread out: see pktbuf/api/_entry.py) ------------------------
 @kernel
-def _py_rx(mb, pools, rh, rs, cl, co, st, cfg, q0, q1, q2, q3, q4, q5, q6, q7, q8, lcore, out, n):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def _py_rx(dom, q0, q1, q2, q3, q4, q5, q6, q7, q8, lcore, out, n):
     return DP.rx_burst(dom, MemifQueue(q0, q1, q2, q3, q4, q5, q6, q7, q8), lcore, out, n)
 
 
 @kernel
-def _py_tx(mb, pools, rh, rs, cl, co, st, cfg, q0, q1, q2, q3, q4, q5, q6, q7, q8, lcore, pk, n):
-    dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
+def _py_tx(dom, q0, q1, q2, q3, q4, q5, q6, q7, q8, lcore, pk, n):
     return DP.tx_burst(dom, MemifQueue(q0, q1, q2, q3, q4, q5, q6, q7, q8), lcore, pk, n)
 
 
@@ -157,7 +155,7 @@ class Memif:
         self.abstract = abstract
         self.rxq = [queue_alloc() for _ in range(self.n_rx)]
         self.txq = [queue_alloc() for _ in range(self.n_tx)]
-        self._dom_args = tuple(self.domain.state)
+        self._dom_args = (self.domain.state,)
         self._cond = threading.Condition()
         self._state = LISTENING if role == "server" else DISCONNECTED
         self._reason: str | None = None

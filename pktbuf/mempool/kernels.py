@@ -26,28 +26,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel, require_no_nrt
+from .._jit import kernel
 from ..rawmem import stack_i32
 from ..atomics import fetch_add
 from ..errors import E_BADF, E_INVAL, E_NOENT
-from ..mbuf.layout import ST_ALLOC, ST_FREE
-from ..ring.kernels import (_FIXED, CONS_TAIL, H_MASK, RING_HDR_WORDS, ring_count_at,
+from ..ring.kernels import (CONS_TAIL, H_MASK, RING_QUEUE_FIXED, RING_HDR_WORDS, ring_count_at,
                             ring_do_dequeue, ring_do_enqueue)
-from .layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, MAX_LCORE, MAX_POOLS, STAT_WORDS, POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED,
-                     ST_GET_COMMON_POOL_BULK, ST_GET_COMMON_POOL_OBJS, ST_GET_FAIL_BULK,
-                     ST_GET_FAIL_OBJS, ST_GET_SUCCESS_BULK, ST_GET_SUCCESS_OBJS,
-                     ST_PUT_BULK, ST_PUT_COMMON_POOL_BULK, ST_PUT_COMMON_POOL_OBJS, ST_PUT_OBJS)
+from .layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, MAX_LCORE, MAX_POOLS, OBJ_ALLOC, OBJ_FREE,
+                     POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED, POOL_NONE,
+                     STAT_GET_COMMON_POOL_BULK, STAT_GET_COMMON_POOL_OBJS, STAT_GET_FAIL_BULK,
+                     STAT_GET_FAIL_OBJS, STAT_GET_SUCCESS_BULK, STAT_GET_SUCCESS_OBJS,
+                     STAT_PUT_BULK, STAT_PUT_COMMON_POOL_BULK, STAT_PUT_COMMON_POOL_OBJS,
+                     STAT_PUT_OBJS, STAT_WORDS)
 
 
 _U = np.uint64
 
 
-@kernel(inline="always")
+@kernel
 def _stat_idx(pid, row, k):
     return (_U(pid) * _U(MAX_LCORE + 1) + _U(row)) * _U(STAT_WORDS) + _U(k)
 
 
-@kernel(inline="always")
+@kernel
 def _stat_add(dom, pid, row, k, v):
     if row == MAX_LCORE:
         fetch_add(dom.stats, _stat_idx(pid, row, k), v)   # shared by every cacheless caller
@@ -55,27 +56,27 @@ def _stat_add(dom, pid, row, k, v):
         dom.stats[_stat_idx(pid, row, k)] += v
 
 
-@kernel(inline="always")
+@kernel
 def _cache_slot(pid, lcore):
     return _U(pid) * _U(MAX_LCORE) + _U(lcore)
 
 
-@kernel(inline="always")
+@kernel
 def _ring_put(dom, pid, objs, start, n):
     """Backend enqueue of objs[start:start+n]; never fails (the ring holds every object)."""
     p = dom.pools[pid]
     return ring_do_enqueue(dom.ring_hdr, np.int64(pid) * RING_HDR_WORDS, dom.ring_slots,
                            np.int64(p.ring_base), objs, np.int64(start), np.int64(n),
-                           np.int64(_FIXED), (p.flags & POOL_F_SP_PUT) != 0)
+                           np.int64(RING_QUEUE_FIXED), (p.flags & POOL_F_SP_PUT) != 0)
 
 
-@kernel(inline="always")
+@kernel
 def _ring_get(dom, pid, objs, start, n):
     """Backend dequeue into objs[start:start+n], all or nothing; returns n or 0."""
     p = dom.pools[pid]
     return ring_do_dequeue(dom.ring_hdr, np.int64(pid) * RING_HDR_WORDS, dom.ring_slots,
                            np.int64(p.ring_base), objs, np.int64(start), np.int64(n),
-                           np.int64(_FIXED), (p.flags & POOL_F_SC_GET) != 0)
+                           np.int64(RING_QUEUE_FIXED), (p.flags & POOL_F_SC_GET) != 0)
 
 
 @kernel
@@ -92,12 +93,12 @@ def _put_slow(dom, pid, lcore, objs, start, n):
         return 0 if n == 0 else E_INVAL
     size = np.int64(dom.pools[pid].cache_size)
     row = lcore if (lcore >= 0 and lcore < MAX_LCORE) else MAX_LCORE
-    _stat_add(dom, pid, row, ST_PUT_BULK, 1)
-    _stat_add(dom, pid, row, ST_PUT_OBJS, n)
+    _stat_add(dom, pid, row, STAT_PUT_BULK, 1)
+    _stat_add(dom, pid, row, STAT_PUT_OBJS, n)
     if size == 0 or row == MAX_LCORE:
         _ring_put(dom, pid, objs, start, n)
-        _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
-        _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, n)
+        _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_OBJS, n)
         return 0
     slot = _cache_slot(pid, lcore)
     li = slot * _U(CACHE_LINE_WORDS)
@@ -109,13 +110,13 @@ def _put_slow(dom, pid, lcore, objs, start, n):
         if n > half:
             # too big for the cache: straight to the ring, cache untouched
             _ring_put(dom, pid, objs, start, n)
-            _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
-            _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, n)
+            _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_BULK, 1)
+            _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_OBJS, n)
             return 0
         # flush the coldest half (the bottom of the stack) and keep the hot top
-        _ring_put(dom, pid, cache, cbase, half)
-        _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_BULK, 1)
-        _stat_add(dom, pid, row, ST_PUT_COMMON_POOL_OBJS, half)
+        _ring_put(dom, pid, cache, np.int64(cbase), half)
+        _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_OBJS, half)
         for i in range(_U(clen - half)):
             cache[cbase + i] = cache[cbase + _U(half) + i]
         clen -= half
@@ -143,13 +144,13 @@ def _get_slow(dom, pid, lcore, objs, start, n):
     row = lcore if (lcore >= 0 and lcore < MAX_LCORE) else MAX_LCORE
     if size == 0 or row == MAX_LCORE:
         if _ring_get(dom, pid, objs, start, n) == 0:
-            _stat_add(dom, pid, row, ST_GET_FAIL_BULK, 1)
-            _stat_add(dom, pid, row, ST_GET_FAIL_OBJS, n)
+            _stat_add(dom, pid, row, STAT_GET_FAIL_BULK, 1)
+            _stat_add(dom, pid, row, STAT_GET_FAIL_OBJS, n)
             return E_NOENT
-        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_BULK, 1)
-        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_OBJS, n)
-        _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
-        _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
+        _stat_add(dom, pid, row, STAT_GET_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, STAT_GET_COMMON_POOL_OBJS, n)
+        _stat_add(dom, pid, row, STAT_GET_SUCCESS_BULK, 1)
+        _stat_add(dom, pid, row, STAT_GET_SUCCESS_OBJS, n)
         return 0
     slot = _cache_slot(pid, lcore)
     li = slot * _U(CACHE_LINE_WORDS)
@@ -165,39 +166,37 @@ def _get_slow(dom, pid, lcore, objs, start, n):
     remaining = n - clen
     half = size >> 1
     new_len = -1
-    if remaining <= half and _ring_get(dom, pid, cache, cbase, half) == half:
+    if remaining <= half and _ring_get(dom, pid, cache, np.int64(cbase), half) == half:
         top = cbase + _U(half - 1)
         d2 = dst + _U(clen)
         for i in range(_U(remaining)):
             objs[d2 + i] = cache[top - i]
         new_len = half - remaining
-        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_BULK, 1)
-        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_OBJS, half)
+        _stat_add(dom, pid, row, STAT_GET_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, STAT_GET_COMMON_POOL_OBJS, half)
     elif _ring_get(dom, pid, objs, start + clen, remaining) == remaining:
         new_len = 0
-        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_BULK, 1)
-        _stat_add(dom, pid, row, ST_GET_COMMON_POOL_OBJS, remaining)
+        _stat_add(dom, pid, row, STAT_GET_COMMON_POOL_BULK, 1)
+        _stat_add(dom, pid, row, STAT_GET_COMMON_POOL_OBJS, remaining)
     if new_len < 0:
         # rollback: the cache length never changed and the ring gave nothing
-        _stat_add(dom, pid, row, ST_GET_FAIL_BULK, 1)
-        _stat_add(dom, pid, row, ST_GET_FAIL_OBJS, n)
+        _stat_add(dom, pid, row, STAT_GET_FAIL_BULK, 1)
+        _stat_add(dom, pid, row, STAT_GET_FAIL_OBJS, n)
         return E_NOENT
     dom.cache_len[li] = new_len
-    _stat_add(dom, pid, row, ST_GET_SUCCESS_BULK, 1)
-    _stat_add(dom, pid, row, ST_GET_SUCCESS_OBJS, n)
+    _stat_add(dom, pid, row, STAT_GET_SUCCESS_BULK, 1)
+    _stat_add(dom, pid, row, STAT_GET_SUCCESS_OBJS, n)
     return 0
 
 
-@kernel(inline="always")
+@kernel
 def mempool_generic_put(dom, pid, lcore, objs, start, n):
     """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0 (see ``_put_slow``).
 
-    The fast path -- the objects fit in this lcore's cache -- is small and inlined (at the
-    Numba-IR level) into the kernels that call it; everything else (flush, bypass, no cache,
-    bad range) is the out-of-line ``_put_slow``.  Call it only from runtime-free kernels (an
-    IR-inlined body in a function with Numba's runtime on gets reference counting).
+    The fast path -- the objects fit in this lcore's cache -- is small, so LLVM inlines it into
+    the kernels that call it; everything else (flush, bypass, no cache, bad range) is the
+    out-of-line ``_put_slow``.
     """
-    require_no_nrt()
     if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
         size = np.int64(dom.pools[pid].cache_size)
         slot = _cache_slot(pid, lcore)
@@ -210,20 +209,20 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
             for i in range(_U(n)):
                 cache[dst + i] = objs[src + i]
             dom.cache_len[li] = clen + n
-            dom.stats[_stat_idx(pid, lcore, ST_PUT_BULK)] += 1
-            dom.stats[_stat_idx(pid, lcore, ST_PUT_OBJS)] += n
+            dom.stats[_stat_idx(pid, lcore, STAT_PUT_BULK)] += 1
+            dom.stats[_stat_idx(pid, lcore, STAT_PUT_OBJS)] += n
             return 0
     return _put_slow(dom, pid, lcore, objs, start, n)
 
 
-@kernel(inline="always")
+@kernel
 def mempool_generic_get(dom, pid, lcore, objs, start, n):
     """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]`` (see ``_get_slow``).
 
-    Fast path, small enough to be inlined: this lcore's cache holds ``n`` -- pop them, hottest
-    first (the cache is a stack, copied out in reverse).  Refill and the ring are out of line.
+    Fast path, small enough for LLVM to inline: this lcore's cache holds ``n`` -- pop them,
+    hottest first (the cache is a stack, copied out in reverse).  Refill and the ring are out of
+    line.
     """
-    require_no_nrt()
     if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
         slot = _cache_slot(pid, lcore)
         li = slot * _U(CACHE_LINE_WORDS)
@@ -235,8 +234,8 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
             for i in range(_U(n)):
                 objs[dst + i] = cache[top - i]
             dom.cache_len[li] = clen - n
-            dom.stats[_stat_idx(pid, lcore, ST_GET_SUCCESS_BULK)] += 1
-            dom.stats[_stat_idx(pid, lcore, ST_GET_SUCCESS_OBJS)] += n
+            dom.stats[_stat_idx(pid, lcore, STAT_GET_SUCCESS_BULK)] += 1
+            dom.stats[_stat_idx(pid, lcore, STAT_GET_SUCCESS_OBJS)] += n
             return 0
     return _get_slow(dom, pid, lcore, objs, start, n)
 
@@ -311,8 +310,8 @@ def mempool_audit(dom, pid, seen):
     """Prove every object of pool ``pid`` is accounted for exactly once.
 
     Walks the ring and every cache: each object found there must belong to the pool, be found
-    once only, and be marked free (``state == ST_FREE``); every object not found must be marked
-    handed out (``ST_ALLOC``).  ``seen`` is uint8 scratch of at least the pool size.  Run it while the pool is quiescent.  Returns the number of
+    once only, and be marked free (``state == OBJ_FREE``); every object not found must be marked
+    handed out (``OBJ_ALLOC``).  ``seen`` is uint8 scratch of at least the pool size.  Run it while the pool is quiescent.  Returns the number of
     objects in the pool (>= 0), ``E_INVAL`` on a count mismatch or a foreign/duplicated object,
     or ``E_BADF`` if an object's state disagrees with where it was found.
     """
@@ -353,12 +352,49 @@ def mempool_audit(dom, pid, seen):
                 seen[k] = 1
                 found += 1
     for k in range(size):
-        s = dom.mb[base + k].state
+        s = dom.obj[base + k].state
         if seen[k] != 0:
-            if s != ST_FREE:
+            if s != OBJ_FREE:
                 bad = True
-        elif s != ST_ALLOC:
+        elif s != OBJ_ALLOC:
             bad = True
     if bad:
         return E_BADF
     return found
+
+
+@kernel
+def mempool_populate(dom, pid, objs):
+    """Give every object of pool ``pid`` its header and put it in the ring (pool creation).
+
+    Object ``k`` is the ``elt_size`` bytes at ``k * elt_size`` of the pool's region, after a
+    private area of ``priv_size`` bytes (0 for a plain mempool).  ``objs`` is int32 scratch of at
+    least the pool size.  Returns 0, or -EINVAL if ``objs`` is too small.
+    """
+    p = dom.pools[pid]
+    base = np.int64(p.obj_base)
+    n = np.int64(p.size)
+    if objs.size < n:
+        return E_INVAL
+    for k in range(n):
+        off = k * np.int64(p.elt_size) + np.int64(p.priv_size)
+        o = dom.obj[base + k]
+        o.buf_addr = np.uint64(p.region_addr) + np.uint64(off)
+        o.buf_iova = np.uint64(off)
+        o.pool = pid
+        o.state = OBJ_FREE
+        objs[k] = base + k
+    _ring_put(dom, np.int64(pid), objs, np.int64(0), n)
+    return 0
+
+
+@kernel
+def mempool_depopulate(dom, pid):
+    """Unlink the objects of pool ``pid`` (pool destruction): no handle of it stays valid."""
+    p = dom.pools[pid]
+    base = np.int64(p.obj_base)
+    for k in range(np.int64(p.size)):
+        o = dom.obj[base + k]
+        o.pool = POOL_NONE
+        o.state = OBJ_FREE
+        o.buf_addr = 0

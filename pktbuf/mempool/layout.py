@@ -1,18 +1,20 @@
 """Memory layout of a *domain*: the object table, the pool table, rings, caches and statistics.
 
-A domain is the set of arrays every mempool and mbuf kernel works on.  It is passed to kernels
-as one namedtuple, :class:`DomainState`, so a user's ``@njit`` function takes it as a single
-argument and handles (``int32`` indices into ``mb``) stay meaningful across all pools of the
-domain -- which is what lets ``pktmbuf_free_bulk`` take an array that mixes pools, as DPDK's
-does.
+A domain is one :class:`~pktbuf.block.Block` (kind ``"domain"``): every mempool kernel takes it
+as its first argument, ``dom``, and reaches the arrays below as ``dom.<name>``.  Handles
+(``int32`` indices into the object table) are meaningful across all pools of a domain, which is
+what lets ``pktmbuf_free_bulk`` take an array that mixes pools, as DPDK's does.
 
-Every array is allocated once, at its maximum size, as a lazily committed mapping
-(:func:`pktbuf.rawmem.lazy_zeros`): creating pools later never reallocates anything, so a
-``DomainState`` taken once stays valid for the life of the domain.
+Every array has its maximum size from the start and its pages are committed on first touch:
+creating pools never moves anything, so a handle taken once (``pool.domain.state``) stays
+valid for the life of the domain.  The block lives in a memfd placed in the domain's address
+window (see :mod:`pktbuf.shm`), so another process can map it at the same address.
 
 Per pool (``pid``):
 
 * ``pools[pid]`` -- the pool description (:data:`POOL_DTYPE`).
+* ``obj[obj_base : obj_base + size]`` -- the pool's object headers (:data:`OBJHDR_DTYPE`, 128
+  bytes each; the mbuf layer views the same table as mbuf descriptors, ``dom.mb``).
 * ``ring_hdr[pid * RING_HDR_WORDS:]`` + ``ring_slots[ring_base : ring_base + ring_size]`` --
   the pool's ring, with the layout of :mod:`pktbuf.ring.kernels` ("ring_mp_mc" backend).
 * ``cache_len[(pid * MAX_LCORE + lcore) * CACHE_LINE_WORDS]`` and
@@ -22,19 +24,18 @@ Per pool (``pid``):
   that lcore (row ``MAX_LCORE`` collects calls made without a cache, with atomic adds because
   several threads may share it).
 
-The arrays are flat (one dimension) on purpose: kernels index them with unsigned arithmetic
-and never create views, which in Numba would cost two atomic reference-count updates each.
-The facade offers shaped views (``Domain.cache_len_view`` etc.) for inspection.
+The arrays are flat (one dimension): kernels index them with unsigned arithmetic.  The facade
+offers shaped views (``Domain.cache_len_view`` etc.) for inspection.
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
-MAX_POOLS = 256          # pool ids are 16-bit in the descriptor; 0xFFFF is never used
-MAX_LCORE = 128          # RTE_MAX_LCORE
-LCORE_ANY = -1           # "no lcore": bypass the caches (DPDK's LCORE_ID_ANY / unregistered thread)
+from ..block import Layout
+from ..lcore import LCORE_ANY, MAX_LCORE  # noqa: F401  (part of the layout's vocabulary)
+from ..ring.kernels import RING_HDR_WORDS
+
+MAX_POOLS = 256          # pool ids are 16-bit in the object header; 0xFFFF is never used
 CACHE_MAX_SIZE = 512     # RTE_MEMPOOL_CACHE_MAX_SIZE
 CACHE_LINE_WORDS = 16    # int32 words per cache line
 
@@ -60,17 +61,30 @@ POOL_DTYPE = np.dtype([
     ("region_size", np.uint64),
 ], align=True)
 
+# object header: what the mempool knows of each object.  128 bytes, so that the mbuf layer can
+# view the same table as mbuf descriptors; the four fields sit where struct rte_mbuf (and
+# pktbuf's MBUF_DTYPE) has buf_addr, buf_iova, pool and state.
+OBJHDR_DTYPE = np.dtype({
+    "names": ["buf_addr", "buf_iova", "pool", "state"],
+    "formats": [np.uint64, np.uint64, np.uint16, np.uint16],
+    "offsets": [0, 8, 56, 58],
+    "itemsize": 128,
+})
+OBJ_FREE = 0             # state: in its pool (ring or a cache)
+OBJ_ALLOC = 0xA110       # state: handed out
+POOL_NONE = 0xFFFF       # pool id of an object of no live pool
+
 # statistics counters (DPDK's rte_mempool_debug_stats names)
-ST_PUT_BULK = 0
-ST_PUT_OBJS = 1
-ST_PUT_COMMON_POOL_BULK = 2
-ST_PUT_COMMON_POOL_OBJS = 3
-ST_GET_COMMON_POOL_BULK = 4
-ST_GET_COMMON_POOL_OBJS = 5
-ST_GET_SUCCESS_BULK = 6
-ST_GET_SUCCESS_OBJS = 7
-ST_GET_FAIL_BULK = 8
-ST_GET_FAIL_OBJS = 9
+STAT_PUT_BULK = 0
+STAT_PUT_OBJS = 1
+STAT_PUT_COMMON_POOL_BULK = 2
+STAT_PUT_COMMON_POOL_OBJS = 3
+STAT_GET_COMMON_POOL_BULK = 4
+STAT_GET_COMMON_POOL_OBJS = 5
+STAT_GET_SUCCESS_BULK = 6
+STAT_GET_SUCCESS_OBJS = 7
+STAT_GET_FAIL_BULK = 8
+STAT_GET_FAIL_OBJS = 9
 STAT_NAMES = ("put_bulk", "put_objs", "put_common_pool_bulk", "put_common_pool_objs",
               "get_common_pool_bulk", "get_common_pool_objs", "get_success_bulk",
               "get_success_objs", "get_fail_bulk", "get_fail_objs")
@@ -80,17 +94,14 @@ STAT_WORDS = 16          # int64 per row = two cache lines
 CFG_DEBUG = 0            # non-zero: kernels run their sanity checks (see pktbuf.set_debug)
 CFG_WORDS = 16
 
-DomainState = namedtuple("DomainState", [
-    "mb",          # MBUF_DTYPE[max_objs]: object headers / mbuf descriptors
-    "pools",       # POOL_DTYPE[MAX_POOLS]
-    "ring_hdr",    # uint32[MAX_POOLS * RING_HDR_WORDS]
-    "ring_slots",  # int32[max_ring_slots]
-    "cache_len",   # int32[MAX_POOLS * MAX_LCORE * CACHE_LINE_WORDS]
-    "cache_objs",  # int32[MAX_POOLS * MAX_LCORE * CACHE_MAX_SIZE]
-    "stats",       # int64[MAX_POOLS * (MAX_LCORE + 1) * STAT_WORDS]
-    "cfg",         # int64[CFG_WORDS]
+DOMAIN = Layout("domain", [
+    ("cfg", np.int64, CFG_WORDS),
+    ("pools", POOL_DTYPE, MAX_POOLS),
+    ("ring_hdr", np.uint32, MAX_POOLS * RING_HDR_WORDS),
+    ("cache_len", np.int32, MAX_POOLS * MAX_LCORE * CACHE_LINE_WORDS),
+    ("cache_objs", np.int32, MAX_POOLS * MAX_LCORE * CACHE_MAX_SIZE),
+    ("stats", np.int64, MAX_POOLS * (MAX_LCORE + 1) * STAT_WORDS),
+    ("obj", OBJHDR_DTYPE, None, (), 4096),     # max_objects, chosen per domain
+    ("ring_slots", np.int32, None),            # max_ring_slots, chosen per domain
 ])
-DomainState.__doc__ = """The arrays of a domain, passed to every mempool/mbuf kernel.
-
-Take it from ``pool.domain.state`` (or ``pktbuf.default_domain().state``) and pass it to
-your ``@njit`` functions; it never changes for the life of the domain."""
+"""The layout of a domain block; ``DOMAIN.create({"obj": n, "ring_slots": m})`` makes one."""

@@ -2,8 +2,8 @@
 
 The kernels (``page_pool_alloc_pages``, ``page_pool_put_page``, ``alloc_pages_bulk``...) are in
 :mod:`pktbuf.pagepool.kernels` and :mod:`pktbuf.pagepool.arena`; they take ``pool.state``
-(:class:`~pktbuf.pagepool.kernels.PagePoolState`) and ``arena.state``
-(:class:`~pktbuf.pagepool.arena.ArenaState`) and can be called from a user's ``@njit`` code.
+(a :data:`~pktbuf.pagepool.kernels.PAGE_POOL` block) and ``arena.state``
+(a :data:`~pktbuf.pagepool.arena.ARENA` block) and can be called from a user's ``@njit`` code.
 
 Typical use, as a driver's RX queue would::
 
@@ -22,16 +22,15 @@ import numpy as np
 from ..errors import (E_ALREADY, E_BADF, E_BUSY, E_INVAL, E_NOMEM, DoubleFree, InvalidArgument,
                       InvalidHandle, OutOfMemory, PktbufError, check_count, check_handles,
                       error_for)
-from ..rawmem import Region, lazy_zeros
-from ..ring.kernels import RING_F_EXACT_SZ, RING_F_SC_DEQ, RING_HDR_WORDS, ring_count, ring_init
-from . import _entry as E
+from ..ring.kernels import RING_F_EXACT_SZ, RING_F_SC_DEQ, ring_count, ring_init
+from ..shm import Region
 from . import arena as A
 from . import kernels as K
-from .arena import ArenaState
-from .kernels import (PP_ALLOC_CACHE_REFILL, PP_ALLOC_CACHE_SIZE, PP_FLAG_DMA_MAP, PP_STAT_NAMES,
-                      PagePoolState)
+from .arena import ARENA
+from .kernels import (PAGE_POOL, PP_ALLOC_CACHE_REFILL, PP_ALLOC_CACHE_SIZE, PP_FLAG_DMA_MAP,
+                      PP_STAT_NAMES)
 
-__all__ = ["PageArena", "PagePool", "ArenaState", "PagePoolState", "PP_FLAG_DMA_MAP",
+__all__ = ["PageArena", "PagePool", "ARENA", "PAGE_POOL", "PP_FLAG_DMA_MAP",
            "PP_ALLOC_CACHE_SIZE", "PP_ALLOC_CACHE_REFILL", "PP_STAT_NAMES"]
 
 _REFILL = {"bulk": K.PP_REFILL_BULK, "single": K.PP_REFILL_SINGLE}
@@ -62,9 +61,7 @@ class PageArena:
         self.page_size = page_size
         self.page_shift = page_size.bit_length() - 1
         self.region = Region(n_pages * page_size, name)
-        self.state = ArenaState(lazy_zeros(A.ARENA_CTL_WORDS, np.int64),
-                                lazy_zeros(n_pages, A.PAGE_DTYPE),
-                                lazy_zeros(n_pages, np.int32))
+        self.state = A.ARENA.create({"pages": n_pages, "free_stack": n_pages})
         rc = A.arena_init(self.state, n_pages, self.page_shift, self.region.address)
         if rc != 0:  # pragma: no cover - arguments validated above
             raise InvalidArgument(f"arena_init failed ({rc})")
@@ -124,9 +121,9 @@ class PageArena:
 
     def stats(self) -> dict:
         c = self.state.ctl
-        return {"alloc_calls": int(c[A.A_ST_ALLOC_CALLS]), "bulk_calls": int(c[A.A_ST_BULK_CALLS]),
-                "pages_out": int(c[A.A_ST_PAGES_OUT]), "pages_in": int(c[A.A_ST_PAGES_IN]),
-                "fail": int(c[A.A_ST_FAIL])}
+        return {"alloc_calls": int(c[A.A_STAT_ALLOC_CALLS]), "bulk_calls": int(c[A.A_STAT_BULK_CALLS]),
+                "pages_out": int(c[A.A_STAT_PAGES_OUT]), "pages_in": int(c[A.A_STAT_PAGES_IN]),
+                "fail": int(c[A.A_STAT_FAIL])}
 
     def _new_pool_id(self) -> int:
         c = self.state.ctl
@@ -168,11 +165,9 @@ class PagePool:
         slots = 1
         while slots < size:
             slots <<= 1
-        ctl = lazy_zeros(K.PP_CTL_WORDS, np.int64)
-        self.state = PagePoolState(ctl, np.full(PP_ALLOC_CACHE_SIZE, -1, np.int32),
-                                   lazy_zeros(RING_HDR_WORDS, np.uint32),
-                                   np.zeros(slots, np.int32),
-                                   lazy_zeros(K.PP_STATS_WORDS, np.int64))
+        self.state = K.PAGE_POOL.create({"ring_slots": slots})
+        self.state.cache[:] = -1
+        ctl = self.state.ctl
         ring_init(self.state.ring_hdr, self.state.ring_slots, size, RING_F_EXACT_SZ | RING_F_SC_DEQ)
         self.id = arena._new_pool_id()
         ctl[K.P_ID] = self.id
@@ -181,7 +176,7 @@ class PagePool:
         ctl[K.P_DIRECT] = 1
         ctl[K.P_POOL_SIZE] = size
         ctl[K.P_STATE] = K.PP_ALIVE
-        self._args = tuple(self.state) + tuple(arena.state)
+        self._args = (self.state, arena.state)
 
     # -- allocation ---------------------------------------------------------------------------
     def _check_alive(self, what: str) -> None:
@@ -192,7 +187,7 @@ class PagePool:
         """A page id (one pool reference held by the caller); ``OutOfMemory`` when the cache,
         the ring and the arena are all empty."""
         self._check_alive("alloc_page")
-        p = int(E.py_alloc(*self._args))
+        p = int(K.page_pool_alloc_pages(*self._args))
         if p < 0:
             _raise(p, "alloc_page")
         return p
@@ -207,7 +202,7 @@ class PagePool:
     def put_page(self, p, allow_direct: bool = False) -> None:
         """Drop one pool reference on page ``p``; the last one recycles or releases it.
         ``allow_direct=True`` only from the pool's own thread."""
-        rc = int(E.py_put(*self._args, self._page(p), bool(allow_direct)))
+        rc = int(K.page_pool_put_page(*self._args, self._page(p), bool(allow_direct)))
         if rc < 0:
             _raise(rc, f"put_page({p})")
 
@@ -221,14 +216,14 @@ class PagePool:
     def put_page_bulk(self, pages, allow_direct: bool = False) -> None:
         """Return several pages at once; all or nothing (``InvalidHandle``/``DoubleFree``)."""
         a = np.array(check_handles(pages, "pages"), np.int32)   # the kernel overwrites it
-        rc = int(E.py_put_bulk(*self._args, a, a.size, bool(allow_direct)))
+        rc = int(K.page_pool_put_page_bulk(*self._args, a, a.size, bool(allow_direct)))
         if rc < 0:
             _raise(rc, "put_page_bulk")
 
     def release_page(self, p) -> None:
         """Take ``p`` out of the pool without recycling it; the caller keeps the page reference
         and drops it with ``arena.put_page(p)``."""
-        rc = int(E.py_release(*self._args, self._page(p)))
+        rc = int(K.page_pool_release_page(*self._args, self._page(p)))
         if rc < 0:
             _raise(rc, f"release_page({p})")
 

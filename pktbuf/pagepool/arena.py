@@ -5,7 +5,7 @@ An arena is ``n_pages`` pages of ``PAGE_SIZE << 0`` bytes in one memfd :class:`~
 ``int32`` id; its bytes are at ``base + (id << page_shift)`` and its *iova* (what a device or a
 memif peer would use) is ``id << page_shift``, the offset inside the region.
 
-State (:class:`ArenaState`, three arrays, so kernels can take it from a user's ``@njit`` code):
+State (:data:`ARENA`, a block of three arrays, so kernels can take it from a user's ``@njit`` code):
 
 * ``ctl`` -- ``int64[ARENA_CTL_WORDS]``.  Word 0 is the spin lock; the free-stack depth and the
   counters the lock protects share its cache line (whoever holds the lock writes them anyway).
@@ -28,16 +28,15 @@ fills slots that are empty, -1 here, and may succeed partially), ``get_page``, `
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from .._jit import kernel
+from ..block import Layout
 from ..atomics import field_cas, field_load_acquire, load_relaxed
 from ..errors import E_ALREADY, E_BADF, E_NOMEM
 from ..spinlock import spin_lock, spin_unlock
 
-__all__ = ["ArenaState", "PAGE_DTYPE", "PG_BUDDY", "PG_DMA_MAPPED", "PG_STAGED",
+__all__ = ["ARENA", "PAGE_DTYPE", "PG_BUDDY", "PG_DMA_MAPPED", "PG_STAGED",
            "ARENA_CTL_WORDS", "arena_init", "alloc_page", "alloc_pages_bulk", "get_page",
            "put_page", "page_ref_count", "page_address", "arena_free_count", "arena_npages"]
 
@@ -57,11 +56,11 @@ PG_STAGED = 0x4       # transient: collected once by a bulk put (duplicate entri
 # ctl words -- line 0: lock and what it protects; line 1: description
 A_LOCK = 0
 A_FREE_TOP = 1          # pages on the free stack
-A_ST_ALLOC_CALLS = 2    # alloc_page calls that returned a page
-A_ST_BULK_CALLS = 3     # alloc_pages_bulk calls that filled at least one slot
-A_ST_PAGES_OUT = 4      # pages handed out, both calls
-A_ST_PAGES_IN = 5       # pages freed back
-A_ST_FAIL = 6           # calls that found the arena empty
+A_STAT_ALLOC_CALLS = 2    # alloc_page calls that returned a page
+A_STAT_BULK_CALLS = 3     # alloc_pages_bulk calls that filled at least one slot
+A_STAT_PAGES_OUT = 4      # pages handed out, both calls
+A_STAT_PAGES_IN = 5       # pages freed back
+A_STAT_FAIL = 6           # calls that found the arena empty
 A_NPAGES = 8
 A_PAGE_SHIFT = 9
 A_BASE = 10
@@ -71,10 +70,13 @@ ARENA_CTL_WORDS = 16
 
 ARENA_MAGIC = 0x50414745  # "PAGE"
 
-ArenaState = namedtuple("ArenaState", ["ctl", "pages", "free_stack"])
-ArenaState.__doc__ = """The arrays of a page arena (see :mod:`pktbuf.pagepool.arena`).
-
-Take it from ``arena.state`` and pass it to kernels; it never changes for the arena's life."""
+ARENA = Layout("page_arena", [
+    ("ctl", np.int64, ARENA_CTL_WORDS),
+    ("pages", PAGE_DTYPE, None),        # one per page
+    ("free_stack", np.int32, None),     # one per page
+])
+"""A page arena's block: take it from ``arena.state`` and pass it to kernels; it never changes
+for the arena's life."""
 
 
 @kernel
@@ -125,15 +127,15 @@ def alloc_page(arena):
     spin_lock(ctl, A_LOCK)
     top = ctl[A_FREE_TOP]
     if top == 0:
-        ctl[A_ST_FAIL] += 1
+        ctl[A_STAT_FAIL] += 1
         spin_unlock(ctl, A_LOCK)
         return np.int64(E_NOMEM)
     top -= 1
     p = np.int64(arena.free_stack[top])
     ctl[A_FREE_TOP] = top
     _prep_new_page(arena.pages, p)
-    ctl[A_ST_ALLOC_CALLS] += 1
-    ctl[A_ST_PAGES_OUT] += 1
+    ctl[A_STAT_ALLOC_CALLS] += 1
+    ctl[A_STAT_PAGES_OUT] += 1
     spin_unlock(ctl, A_LOCK)
     return p
 
@@ -159,7 +161,7 @@ def alloc_pages_bulk(arena, page_array, n):
     top = ctl[A_FREE_TOP]
     take = need if need < top else top
     if take == 0:
-        ctl[A_ST_FAIL] += 1
+        ctl[A_STAT_FAIL] += 1
         spin_unlock(ctl, A_LOCK)
         return 0
     j = top
@@ -175,8 +177,8 @@ def alloc_pages_bulk(arena, page_array, n):
             filled += 1
         i += 1
     ctl[A_FREE_TOP] = j
-    ctl[A_ST_BULK_CALLS] += 1
-    ctl[A_ST_PAGES_OUT] += take
+    ctl[A_STAT_BULK_CALLS] += 1
+    ctl[A_STAT_PAGES_OUT] += take
     spin_unlock(ctl, A_LOCK)
     return take
 
@@ -200,7 +202,7 @@ def _free_page(arena, p):
     top = ctl[A_FREE_TOP]
     arena.free_stack[top] = p
     ctl[A_FREE_TOP] = top + 1
-    ctl[A_ST_PAGES_IN] += 1
+    ctl[A_STAT_PAGES_IN] += 1
     spin_unlock(ctl, A_LOCK)
 
 

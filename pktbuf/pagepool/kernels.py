@@ -2,7 +2,7 @@
 
 A pool hands out whole order-0 pages of one :mod:`arena <pktbuf.pagepool.arena>` and takes
 them back, recycling them instead of returning them to the allocator whenever it can.  Its state
-(:class:`PagePoolState`) is five arrays:
+(:data:`PAGE_POOL`) is a block of five arrays:
 
 * ``ctl`` -- ``int64[PP_CTL_WORDS]``: line 0 is the alloc side (``alloc.count`` and
   ``pages_state_hold_cnt``, touched by the pool's own context only), line 1 the description,
@@ -55,19 +55,19 @@ pool is being destroyed.
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from .._jit import kernel
+from ..block import Layout
 from ..atomics import fetch_add, field_cas, field_load_acquire, load_relaxed, store_relaxed
 from ..errors import E_ALREADY, E_BADF, E_BUSY, E_INVAL, E_NOMEM
 from ..rawmem import stack_i32
-from ..ring.kernels import ring_count, ring_mp_enqueue_burst, ring_sc_dequeue_burst
+from ..ring.kernels import (RING_HDR_WORDS, ring_count, ring_mp_enqueue_burst,
+                            ring_sc_dequeue_burst)
 from .arena import (A_NPAGES, A_PAGE_SHIFT, PG_DMA_MAPPED, PG_STAGED, alloc_page,
                     alloc_pages_bulk, put_page)
 
-__all__ = ["PagePoolState", "PP_ALLOC_CACHE_SIZE", "PP_ALLOC_CACHE_REFILL", "PP_STAT_NAMES",
+__all__ = ["PAGE_POOL", "PP_ALLOC_CACHE_SIZE", "PP_ALLOC_CACHE_REFILL", "PP_STAT_NAMES",
            "PP_FLAG_DMA_MAP", "PP_REFILL_BULK", "PP_REFILL_SINGLE",
            "page_pool_alloc_pages", "page_pool_put_page", "page_pool_put_full_page",
            "page_pool_recycle_direct", "page_pool_put_page_bulk", "page_pool_release_page",
@@ -107,29 +107,34 @@ P_RELEASE = 16      # pages_state_release_cnt
 PP_CTL_WORDS = 24
 
 # statistics (index into stats); names are Linux's struct page_pool_stats fields
-S_FAST = 0
-S_SLOW = 1
-S_SLOW_HIGH_ORDER = 2
-S_EMPTY = 3
-S_REFILL = 4
-S_WAIVE = 5
-S_CACHED = 8
-S_CACHE_FULL = 9
-S_RING = 10
-S_RING_FULL = 11
-S_RELEASED_REFCNT = 12
+PP_STAT_FAST = 0
+PP_STAT_SLOW = 1
+PP_STAT_SLOW_HIGH_ORDER = 2
+PP_STAT_EMPTY = 3
+PP_STAT_REFILL = 4
+PP_STAT_WAIVE = 5
+PP_STAT_CACHED = 8
+PP_STAT_CACHE_FULL = 9
+PP_STAT_RING = 10
+PP_STAT_RING_FULL = 11
+PP_STAT_RELEASED_REFCNT = 12
 PP_STATS_WORDS = 16
 PP_STAT_NAMES = ("fast", "slow", "slow_high_order", "empty", "refill", "waive",
                  "cached", "cache_full", "ring", "ring_full", "released_refcnt")
-PP_STAT_INDEX = (S_FAST, S_SLOW, S_SLOW_HIGH_ORDER, S_EMPTY, S_REFILL, S_WAIVE,
-                 S_CACHED, S_CACHE_FULL, S_RING, S_RING_FULL, S_RELEASED_REFCNT)
+PP_STAT_INDEX = (PP_STAT_FAST, PP_STAT_SLOW, PP_STAT_SLOW_HIGH_ORDER, PP_STAT_EMPTY, PP_STAT_REFILL, PP_STAT_WAIVE,
+                 PP_STAT_CACHED, PP_STAT_CACHE_FULL, PP_STAT_RING, PP_STAT_RING_FULL, PP_STAT_RELEASED_REFCNT)
 
 _M32 = 0xFFFFFFFF
 
-PagePoolState = namedtuple("PagePoolState", ["ctl", "cache", "ring_hdr", "ring_slots", "stats"])
-PagePoolState.__doc__ = """The arrays of one page pool (see :mod:`pktbuf.pagepool.kernels`).
-
-Take it from ``pool.state`` and pass it, with the arena's ``ArenaState``, to the kernels."""
+PAGE_POOL = Layout("page_pool", [
+    ("ctl", np.int64, PP_CTL_WORDS),
+    ("cache", np.int32, PP_ALLOC_CACHE_SIZE),
+    ("ring_hdr", np.uint32, RING_HDR_WORDS),
+    ("ring_slots", np.int32, None),     # the recycle ring: a power of two >= its size
+    ("stats", np.int64, PP_STATS_WORDS),
+])
+"""A page pool's block: take it from ``pool.state`` and pass it, with the arena's block, to the
+kernels."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,15 +205,15 @@ def _refill_alloc_cache(pool):
     """Cache empty: take up to 64 pages from the ring in one burst.  Returns a page or -1."""
     hdr = pool.ring_hdr
     if ring_count(hdr) == 0:
-        pool.stats[S_EMPTY] += 1
+        pool.stats[PP_STAT_EMPTY] += 1
         return np.int64(-1)
     got = ring_sc_dequeue_burst(hdr, pool.ring_slots, pool.cache, PP_ALLOC_CACHE_REFILL)
     if got == 0:   # a producer reserved but has not published yet
-        pool.stats[S_EMPTY] += 1
+        pool.stats[PP_STAT_EMPTY] += 1
         return np.int64(-1)
     got -= 1
     pool.ctl[P_COUNT] = got
-    pool.stats[S_REFILL] += 1
+    pool.stats[PP_STAT_REFILL] += 1
     return np.int64(pool.cache[got])
 
 
@@ -230,7 +235,7 @@ def _alloc_slow_bulk(pool, arena):
         cache[cnt] = p
         cnt += 1
     pool.ctl[P_HOLD] += cnt
-    pool.stats[S_SLOW] += 1
+    pool.stats[PP_STAT_SLOW] += 1
     cnt -= 1
     pool.ctl[P_COUNT] = cnt
     return np.int64(cache[cnt])
@@ -244,7 +249,7 @@ def _alloc_slow_single(pool, arena):
         return np.int64(E_NOMEM)
     _enter_pool(pool, arena, p)
     pool.ctl[P_HOLD] += 1
-    pool.stats[S_SLOW] += 1
+    pool.stats[PP_STAT_SLOW] += 1
     return p
 
 
@@ -281,7 +286,7 @@ def page_pool_alloc_pages(pool, arena):
         c -= 1
         ctl[P_COUNT] = c
         p = np.int64(pool.cache[c])
-        pool.stats[S_FAST] += 1
+        pool.stats[PP_STAT_FAST] += 1
         arena.pages[p].pp_ref = 1
         return p
     return _alloc_pages_slow(pool, arena)
@@ -296,9 +301,9 @@ def _ring_put(pool, arena, objs, k):
     (after the ring is published, as Linux releases outside the producer lock)."""
     got = ring_mp_enqueue_burst(pool.ring_hdr, pool.ring_slots, objs, k)
     if got > 0:
-        fetch_add(pool.stats, S_RING, got)
+        fetch_add(pool.stats, PP_STAT_RING, got)
     if got < k:
-        fetch_add(pool.stats, S_RING_FULL, 1)
+        fetch_add(pool.stats, PP_STAT_RING_FULL, 1)
         for i in range(got, k):
             page_pool_return_page(pool, arena, objs[i])
 
@@ -315,9 +320,9 @@ def _recycle_in_cache(pool, p):
     if c < PP_ALLOC_CACHE_SIZE:
         pool.cache[c] = p
         pool.ctl[P_COUNT] = c + 1
-        pool.stats[S_CACHED] += 1
+        pool.stats[PP_STAT_CACHED] += 1
         return True
-    pool.stats[S_CACHE_FULL] += 1
+    pool.stats[PP_STAT_CACHE_FULL] += 1
     return False
 
 
@@ -325,7 +330,7 @@ def _recycle_in_cache(pool, p):
 def page_pool_put_unrefed_page(pool, arena, p, allow_direct):
     """The last pool reference of ``p`` is gone: recycle (cache, else ring) or release."""
     if np.int64(field_load_acquire(arena.pages, p, "refcount")) != 1:
-        fetch_add(pool.stats, S_RELEASED_REFCNT, 1)
+        fetch_add(pool.stats, PP_STAT_RELEASED_REFCNT, 1)
         page_pool_return_page(pool, arena, p)
         return
     if _recycle_direct_ok(pool, allow_direct) and _recycle_in_cache(pool, p):
@@ -356,7 +361,7 @@ def page_pool_put_page(pool, arena, p, allow_direct):
                 and np.int64(field_load_acquire(arena.pages, p, "refcount")) == 1:
             pool.cache[c] = p
             pool.ctl[P_COUNT] = c + 1
-            pool.stats[S_CACHED] += 1
+            pool.stats[PP_STAT_CACHED] += 1
         else:
             page_pool_put_unrefed_page(pool, arena, p, allow_direct)
     return 0
@@ -438,7 +443,7 @@ def page_pool_put_page_bulk(pool, arena, pages, n, allow_direct):
     for i in range(m):
         p = pages[i]
         if np.int64(field_load_acquire(pg, p, "refcount")) != 1:
-            fetch_add(pool.stats, S_RELEASED_REFCNT, 1)
+            fetch_add(pool.stats, PP_STAT_RELEASED_REFCNT, 1)
             page_pool_return_page(pool, arena, p)
             continue
         if direct and _recycle_in_cache(pool, p):

@@ -54,8 +54,8 @@ _M32 = 0xFFFFFFFF
 _Z = np.int64(0)   # passed where a literal 0 would make Numba compile a separate specialisation
 
 # behaviours of the shared move-head code
-_FIXED = 0      # _bulk: all or nothing
-_VARIABLE = 1   # _burst: as many as possible
+RING_QUEUE_FIXED = 0      # _bulk: all or nothing
+RING_QUEUE_VARIABLE = 1   # _burst: as many as possible
 
 
 @kernel
@@ -102,7 +102,7 @@ def _move_prod_head(hdr, ho, n, behavior, single):
         free = (capacity + cons_tail - old_head) & _M32
         m = n
         if m > free:
-            if behavior == _FIXED:
+            if behavior == RING_QUEUE_FIXED:
                 return 0, old_head
             m = free
         if m == 0:
@@ -126,7 +126,7 @@ def _move_cons_head(hdr, ho, n, behavior, single):
         entries = (prod_tail - old_head) & _M32
         m = n
         if m > entries:
-            if behavior == _FIXED:
+            if behavior == RING_QUEUE_FIXED:
                 return 0, old_head
             m = entries
         if m == 0:
@@ -219,73 +219,73 @@ def ring_count_at(hdr, ho):
 @kernel
 def ring_mp_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects (multi-producer safe); returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), np.bool_(False))
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_FIXED), np.bool_(False))
 
 
 @kernel
 def ring_sp_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects (single producer); returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), np.bool_(True))
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_FIXED), np.bool_(True))
 
 
 @kernel
 def ring_enqueue_bulk(hdr, slots, objs, n):
     """Enqueue exactly ``n`` objects in the ring's own producer mode; returns ``n`` or 0."""
-    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_FIXED), (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
 
 
 @kernel
 def ring_mp_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects (multi-producer safe); returns how many."""
-    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), np.bool_(False))
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_VARIABLE), np.bool_(False))
 
 
 @kernel
 def ring_sp_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects (single producer); returns how many."""
-    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), np.bool_(True))
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_VARIABLE), np.bool_(True))
 
 
 @kernel
 def ring_enqueue_burst(hdr, slots, objs, n):
     """Enqueue up to ``n`` objects in the ring's own producer mode; returns how many."""
-    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
+    return ring_do_enqueue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_VARIABLE), (hdr[H_FLAGS] & RING_F_SP_ENQ) != 0)
 
 
 @kernel
 def ring_mc_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects (multi-consumer safe); returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), np.bool_(False))
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_FIXED), np.bool_(False))
 
 
 @kernel
 def ring_sc_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects (single consumer); returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), np.bool_(True))
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_FIXED), np.bool_(True))
 
 
 @kernel
 def ring_dequeue_bulk(hdr, slots, objs, n):
     """Dequeue exactly ``n`` objects in the ring's own consumer mode; returns ``n`` or 0."""
-    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_FIXED), (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_FIXED), (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
 
 
 @kernel
 def ring_mc_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects (multi-consumer safe); returns how many."""
-    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), np.bool_(False))
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_VARIABLE), np.bool_(False))
 
 
 @kernel
 def ring_sc_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects (single consumer); returns how many."""
-    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), np.bool_(True))
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_VARIABLE), np.bool_(True))
 
 
 @kernel
 def ring_dequeue_burst(hdr, slots, objs, n):
     """Dequeue up to ``n`` objects in the ring's own consumer mode; returns how many."""
-    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(_VARIABLE), (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
+    return ring_do_dequeue(hdr, _Z, slots, _Z, objs, _Z, np.int64(n), np.int64(RING_QUEUE_VARIABLE), (hdr[H_FLAGS] & RING_F_SC_DEQ) != 0)
 
 
 @kernel

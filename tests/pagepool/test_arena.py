@@ -38,7 +38,7 @@ def test_empty_arena_raises_and_changes_nothing():
         ar.alloc_page()
     after = snapshot(ar)
     # only the failure counter moved
-    before[0][A.A_ST_FAIL] += 1
+    before[0][A.A_STAT_FAIL] += 1
     assert_same(before, after)
     assert sorted(pages) == [0, 1, 2, 3]
 
