@@ -32,19 +32,31 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 
 from numba import njit, types
-from numba.core import caching
-from numba.core.errors import NumbaError
-from numba.extending import intrinsic
+from numba.core import caching, sigutils
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
+CHECKED = os.environ.get("PKTBUF_CHECKED", "") not in ("", "0")
+"""The checked build (``PKTBUF_CHECKED=1`` at import): raw memory copies assert that they stay
+inside the buffers they were given (:func:`pktbuf.rawmem.copy_in_bounds`) and abort the process
+with a message when they would not.  Release builds compile none of it."""
 
-def _package_stamp():
-    """(mtime, size) of every .py file of the package, as one hashable stamp."""
+
+def _variant() -> str:
+    """What, besides the sources, changes the compiled code: the checked build and Numba's
+    global bounds-checking switch (``NUMBA_BOUNDSCHECK``, which overrides ``boundscheck=False``)."""
+    from numba.core import config
+    b = {None: "n", 0: "0", 1: "1"}.get(config.BOUNDSCHECK, "x")
+    return f"c{int(CHECKED)}b{b}"
+
+
+def _sources_digest() -> str:
+    """(mtime, size) of every .py file of the package, as one digest."""
     items = []
     for root, dirs, files in os.walk(_PKG_DIR):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -54,18 +66,54 @@ def _package_stamp():
                 items.append((os.path.relpath(os.path.join(root, f), _PKG_DIR), st.st_mtime_ns,
                               st.st_size))
     # a stable digest: Python's hash() of strings changes from process to process
-    return hashlib.sha1(repr(items).encode()).hexdigest(), len(items)
+    return hashlib.sha1(repr(items).encode()).hexdigest()
 
 
-_STAMP = _package_stamp()
+_SOURCES = _sources_digest()[:10]
+_VARIANT = _variant()
+_STAMP = _SOURCES + _VARIANT
+_TAG = "pb" + _STAMP             # in every cache file name of this build of pktbuf
+_OTHER_BUILD = re.compile(r"-pb([0-9a-f]{10})(c[01]b[n01x])\.")
+_pruned: set[str] = set()
+
+
+def _prune(path: str) -> None:
+    """Delete the cache files that older sources of this variant left in ``path`` (once per
+    process).  Files of the other variants stay: a checked and a release process may share
+    a cache directory."""
+    if path in _pruned:
+        return
+    _pruned.add(path)
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for n in names:
+        m = _OTHER_BUILD.search(n)
+        if m and m.group(2) == _VARIANT and m.group(1) != _SOURCES:
+            try:
+                os.unlink(os.path.join(path, n))
+            except OSError:
+                pass
 
 
 def _stamped(base):
-    """A subclass of one of Numba's cache locators, for pktbuf files, with the package stamp."""
+    """A subclass of one of Numba's cache locators, for pktbuf files.
+
+    Each build (sources + variant) gets cache files of its own name, so a process never even
+    unpickles an index another build wrote (an index can name types that no longer exist), the
+    checked and release builds are cached side by side, and stale files are deleted."""
 
     class Locator(base):
         def get_source_stamp(self):
             return _STAMP
+
+        def get_disambiguator(self):
+            return f"{super().get_disambiguator()}-{_TAG}"
+
+        def ensure_cache_path(self):
+            super().ensure_cache_path()
+            _prune(self.get_cache_path())
 
         @classmethod
         def from_function(cls, py_func, py_file):
@@ -94,34 +142,49 @@ def _install_locators():
 _install_locators()
 
 
+def _widen(t):
+    """The argument type a kernel is compiled for: literals lose their value and integers
+    narrower than 64 bits become int64 (lossless), so ``f(dom, 0)``, ``f(dom, n)`` and
+    ``f(dom, handles[i])`` (an int32) share one compiled version."""
+    t = types.unliteral(t)
+    if isinstance(t, types.Integer) and t.bitwidth < 64:
+        return types.int64
+    return t
+
+
+def _one_specialisation_per_shape(disp):
+    """Make ``disp`` compile every signature with :func:`_widen`-ed argument types.
+
+    Numba compiles a new version of a function for each distinct argument type tuple it is
+    called with -- a literal ``0`` here, an int32 there -- and each costs a full compile (seconds,
+    cold).  Widened, a call site whose types differ only that way reuses the one version; the
+    call converts its arguments (a literal or an int32 converts to int64 safely)."""
+    compile_exact = disp.compile
+
+    def compile(sig):
+        args, ret = sigutils.normalize_signature(sig)
+        wide = tuple(_widen(a) for a in args)
+        if wide == tuple(args):
+            return compile_exact(sig)
+        return compile_exact(wide if ret is None else ret(*wide))
+
+    disp.compile = compile
+    return disp
+
+
 def kernel(fn=None, *, inline: str = "never", nrt: bool = False):
     """Decorate a kernel: ``@kernel``, ``@kernel(nrt=True)`` or ``@kernel(inline="always")``.
 
     ``nrt=True`` (for leaf functions that must allocate) turns Numba's runtime back on; see the
     module docstring for why kernels run without it.
     ``inline="always"`` inlines at the Numba-IR level into every caller (rarely needed: LLVM
-    inlines small callees anyway).
+    inlines small callees anyway).  Integer arguments are compiled as int64 whatever the caller
+    passes (see :func:`_one_specialisation_per_shape`).
     """
     def wrap(f):
         opts = dict(_OPTIONS)
         if not nrt:
             opts["_nrt"] = False
-        return njit(inline=inline, **opts)(f)
+        return _one_specialisation_per_shape(njit(inline=inline, **opts)(f))
 
     return wrap(fn) if fn is not None else wrap
-
-
-@intrinsic
-def require_no_nrt(typingctx):
-    """Compile-time guard for inline bodies: refuse to be compiled into a function that runs
-    with Numba's runtime (there, every access to a DomainState array would be reference
-    counted: measured 80x slower).  Emits no code."""
-    def codegen(context, builder, sig, args):
-        if context.enable_nrt:
-            raise NumbaError(
-                "pktbuf's inline kernels (pktbuf.inline) must be called from a function "
-                "compiled without Numba's runtime: decorate it with @pktbuf.kernel or "
-                "@njit(_nrt=False).  From ordinary @njit code call pktbuf.kernels instead.")
-        return context.get_dummy_value()
-
-    return types.none(), codegen

@@ -65,14 +65,18 @@ def _check_index(ary, idx, what):
 
 
 def _element_ptr(context, builder, aryty, aryval, idxty, idxval):
-    """Pointer to ary[idx]; negative indices are not wrapped (callers pass valid indices)."""
+    """Pointer to ary[idx]; negative indices are not wrapped (callers pass valid indices).
+
+    Bounds are checked where Numba checks its own indexing -- with ``NUMBA_BOUNDSCHECK=1`` (or
+    ``boundscheck=True``) -- so an atomic out of range raises IndexError there too."""
     ary = context.make_array(aryty)(context, builder, aryval)
     if isinstance(idxty, types.BaseTuple):
         raw = cgutils.unpack_tuple(builder, idxval, len(idxty))
         inds = [context.cast(builder, v, t, types.intp) for v, t in zip(raw, idxty)]
     else:
         inds = [context.cast(builder, idxval, idxty, types.intp)]
-    return cgutils.get_item_pointer(context, builder, aryty, ary, inds, wraparound=False)
+    return cgutils.get_item_pointer(context, builder, aryty, ary, inds, wraparound=False,
+                                    boundscheck=context.enable_boundscheck)
 
 
 def _field_ptr(context, builder, aryty, aryval, idxty, idxval, field):

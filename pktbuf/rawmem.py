@@ -17,7 +17,6 @@ addresses; they trust the caller, who checks every length against the buffer it 
 from __future__ import annotations
 
 import mmap
-import os
 
 import numpy as np
 from llvmlite import ir
@@ -26,77 +25,15 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
+from ._jit import CHECKED
+from .shm import Region  # noqa: F401  (transitional: Region lives in pktbuf.shm)
 
-__all__ = ["Region", "lazy_zeros", "array_address", "addr_u8", "memcpy", "memmove", "memset",
+
+__all__ = ["lazy_zeros", "array_address", "addr_u8", "memcpy", "memmove", "memset",
+           "copy_in_bounds", "fill_in_bounds",
            "load_u8", "store_u8", "stack_i32"]
 
 PAGE = mmap.PAGESIZE
-
-
-class Region:
-    """A shared, file-backed memory region (``memfd_create`` + ``mmap(MAP_SHARED)``).
-
-    ``fd`` can be passed to another process, which maps the same pages.  ``address`` is the
-    virtual address of the first byte in this process; ``array`` is a ``uint8`` view of it.
-    """
-
-    def __init__(self, size: int, name: str = "pktbuf", *, fd: int | None = None,
-                 seal: bool = True):
-        if size <= 0:
-            raise ValueError(f"region size must be positive, got {size}")
-        self.size = int(size)
-        self.name = name
-        self._own_fd = fd is None
-        if fd is None:
-            flags = os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if seal else 0)
-            fd = os.memfd_create(name, flags)
-            try:
-                os.ftruncate(fd, self.size)
-                if seal:  # the peer may rely on the size: forbid shrinking, as DPDK does
-                    import fcntl
-                    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
-            except BaseException:
-                os.close(fd)
-                raise
-        self.fd = fd
-        try:
-            self.mmap = mmap.mmap(fd, self.size, flags=mmap.MAP_SHARED,
-                                  prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        except BaseException:
-            if self._own_fd:
-                os.close(fd)
-            raise
-        self.array = np.frombuffer(self.mmap, dtype=np.uint8)
-        self.address = self.array.ctypes.data
-
-    @classmethod
-    def attach(cls, fd: int, size: int, name: str = "peer") -> "Region":
-        """Map an existing region received from elsewhere; the fd is adopted (closed on close())."""
-        r = cls(size, name, fd=fd)
-        r._own_fd = True
-        return r
-
-    def close(self) -> None:
-        """Unmap and close.  Views of ``array`` must no longer be used."""
-        if self.mmap is None:
-            return
-        self.array = None
-        try:
-            self.mmap.close()
-        except BufferError:
-            # someone still holds a view: leave the mapping to the garbage collector
-            pass
-        self.mmap = None
-        if self.fd is not None and self._own_fd:
-            os.close(self.fd)
-        self.fd = None
-
-    @property
-    def closed(self) -> bool:
-        return self.mmap is None
-
-    def __repr__(self) -> str:
-        return f"Region({self.name!r}, size={self.size}, fd={self.fd})"
 
 
 def lazy_zeros(shape, dtype) -> np.ndarray:
@@ -186,6 +123,86 @@ memmove = _raw_mem_intrinsic("memmove")
 memmove.__doc__ = "Copy ``n`` bytes from ``src`` to ``dst``; the ranges may overlap."
 memset = _raw_mem_intrinsic("memset")
 memset.__doc__ = "Fill ``n`` bytes at ``dst`` with the byte ``val``."
+
+
+# ---------------------------------------------------------------------------------------------
+# copies that know their buffers: checked in the checked build, plain memcpy/memset otherwise
+
+def _fail_check(context, builder, what, n, lo, hi, addr):
+    """Print what went wrong on stderr and abort the process (checked build only)."""
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    i8p = ir.IntType(8).as_pointer()
+    dprintf = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(i32, [i32, i8p], var_arg=True), "dprintf")
+    fmt = context.insert_const_string(
+        builder.module, f"pktbuf checked build: {what} of %ld bytes at %#lx is outside its "
+                        f"buffer [%#lx, %#lx)\n")
+    builder.call(dprintf, [ir.Constant(i32, 2), fmt, n, addr, lo, hi])
+    abort = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []),
+                                           "abort")
+    builder.call(abort, [])
+
+
+def _emit_bounds(context, builder, what, addr, n, base, size):
+    """``if not (n >= 0 and base <= addr and addr + n <= base + size): abort``."""
+    zero = ir.Constant(ir.IntType(64), 0)
+    end = builder.add(addr, n)
+    hi = builder.add(base, size)
+    bad = builder.or_(builder.icmp_signed("<", n, zero),
+                      builder.or_(builder.icmp_unsigned("<", addr, base),
+                                  builder.icmp_unsigned(">", end, hi)))
+    with builder.if_then(bad, likely=False):
+        _fail_check(context, builder, what, n, base, hi, addr)
+
+
+def _i64_args(context, builder, sig, args):
+    return [context.cast(builder, a, t, types.int64) for a, t in zip(args, sig.args)]
+
+
+@intrinsic
+def copy_in_bounds(typingctx, dst, dst_base, dst_size, src, src_base, src_size, n):
+    """``memcpy(dst, src, n)`` where ``[dst, dst + n)`` must lie in the buffer
+    ``[dst_base, dst_base + dst_size)`` and ``[src, src + n)`` in ``[src_base, ...)``.
+
+    In the checked build (``PKTBUF_CHECKED=1``) a copy that would leave either buffer -- or a
+    negative ``n`` -- prints the addresses and aborts the process; in release builds this is
+    exactly ``memcpy`` (the buffer arguments are not even evaluated into code).
+    """
+    if not all(isinstance(t, types.Integer)
+               for t in (dst, dst_base, dst_size, src, src_base, src_size, n)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        d, db, ds, s, sb, ss, cnt = _i64_args(context, builder, sig, args)
+        if CHECKED:
+            _emit_bounds(context, builder, "write", d, cnt, db, ds)
+            _emit_bounds(context, builder, "read", s, cnt, sb, ss)
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i8p, ir.IntType(64), ir.IntType(1)])
+        f = cgutils.get_or_insert_function(builder.module, fnty, "llvm.memcpy.p0i8.p0i8.i64")
+        builder.call(f, [builder.inttoptr(d, i8p), builder.inttoptr(s, i8p), cnt,
+                         ir.Constant(ir.IntType(1), 0)])
+        return context.get_dummy_value()
+
+    return types.none(dst, dst_base, dst_size, src, src_base, src_size, n), codegen
+
+
+@intrinsic
+def fill_in_bounds(typingctx, dst, dst_base, dst_size, val, n):
+    """``memset(dst, val, n)`` where ``[dst, dst + n)`` must lie in ``[dst_base, dst_base +
+    dst_size)``; checked like :func:`copy_in_bounds`."""
+    if not all(isinstance(t, types.Integer) for t in (dst, dst_base, dst_size, val, n)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        d, db, ds, v, cnt = _i64_args(context, builder, sig, args)
+        if CHECKED:
+            _emit_bounds(context, builder, "write", d, cnt, db, ds)
+        cgutils.memset(builder, builder.inttoptr(d, ir.IntType(8).as_pointer()), cnt,
+                       builder.trunc(v, ir.IntType(8)))
+        return context.get_dummy_value()
+
+    return types.none(dst, dst_base, dst_size, val, n), codegen
 
 
 @intrinsic

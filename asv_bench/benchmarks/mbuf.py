@@ -89,8 +89,3 @@ class SingleAllocFree:
 
     track_single.unit = "ns/mbuf"
 
-    def track_single_inline(self, n):
-        """The same through pktbuf.inline from a loop compiled without Numba's runtime."""
-        return self.b.median("single_inline", n)
-
-    track_single_inline.unit = "ns/mbuf"

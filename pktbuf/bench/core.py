@@ -15,9 +15,6 @@ from numba import njit
 from ..kernels import (mbuf_refcnt_update, mempool_get_bulk, mempool_put_bulk, pktmbuf_alloc,
                        pktmbuf_alloc_bulk, pktmbuf_chain, pktmbuf_free, pktmbuf_free_bulk,
                        pktmbuf_free_bulk_staged)
-from .. import inline as inl
-from .._jit import kernel
-from ..rawmem import stack_i32
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
 POOL_N = 8192
@@ -123,23 +120,6 @@ def single(dom, pid, lcore, n, iters):
     return (t1 - t0) / (iters * n)
 
 
-@kernel
-def single_inline(dom, pid, lcore, n, iters):
-    """As ``single``, from a runtime-free loop with ``pktbuf.inline``'s kernels."""
-    m = stack_i32(256)
-    t0 = tsc_begin()
-    for _ in range(iters):
-        for j in range(n):
-            h = inl.pktmbuf_alloc(dom, pid, lcore)
-            if h < 0:
-                return -1.0
-            m[j] = h
-        for j in range(n):
-            inl.pktmbuf_free(dom, lcore, m[j])
-    t1 = tsc_end()
-    return (t1 - t0) / (iters * n)
-
-
 @njit(cache=True, nogil=True)
 def raw_mempool(dom, pid, lcore, n, iters):
     """mempool_get_bulk + mempool_put_bulk: cycles per object."""
@@ -172,7 +152,6 @@ class CoreBench:
                     free_only(self.dom, self.a.id, self.b.id, self.lcore, n, 1, lay, staged,
                               self.drop_cyc)
             single(self.dom, self.a.id, self.lcore, n, 1)
-            single_inline(self.dom, self.a.id, self.lcore, n, 1)
             raw_mempool(self.dom, self.raw.id, self.lcore, n, 1)
 
     def run(self, case: str, burst: int, staged: bool = False, units: int = 400_000) -> float:
@@ -189,10 +168,6 @@ class CoreBench:
                             max(4, iters // 4), _LAYOUT[case], staged, self.drop_cyc)
         elif case == "single":
             cyc = single(self.dom, self.a.id, self.lcore, burst, iters)
-        elif case == "single_inline":
-            if burst > 256:
-                raise ValueError("single_inline holds at most 256 mbufs")
-            cyc = single_inline(self.dom, self.a.id, self.lcore, burst, iters)
         elif case == "raw":
             cyc = raw_mempool(self.dom, self.raw.id, self.lcore, burst, iters)
         else:

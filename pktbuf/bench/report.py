@@ -127,9 +127,6 @@ def main(argv=None) -> int:
         extra.append(("pktmbuf_alloc + free, one at a time", n, b.median("single", n, reps=reps,
                                                                         units=units),
                       ref.get(("single", n)), "ns/mbuf"))
-        extra.append(("  same, pktbuf.inline, NRT-free loop", n,
-                      b.median("single_inline", n, reps=reps, units=units),
-                      ref.get(("single", n)), "ns/mbuf"))
         extra.append(("mempool get_bulk + put_bulk (raw)", n, b.median("raw", n, reps=reps,
                                                                      units=units),
                       ref.get(("raw", n)), "ns/obj"))

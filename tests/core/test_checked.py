@@ -1,0 +1,123 @@
+"""The bounds detectors: the checked build, and Numba's bounds checking over pktbuf's kernels.
+
+Numba's bounds checking covers array indexing only, not the raw copies into and out of data
+rooms, so pktbuf has a checked build (PKTBUF_CHECKED=1 at import) in which every such copy
+asserts that it stays inside both buffers.  Each test proves that an out-of-bounds access is
+caught -- the process aborts, or IndexError is raised -- in a fresh interpreter that selects the
+variant, with a cache directory of its own.
+"""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from pktbuf._jit import CHECKED
+from pktbuf.rawmem import copy_in_bounds, fill_in_bounds
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _run(code, tmp_path, **env):
+    e = dict(os.environ, PYTHONPATH=ROOT, NUMBA_CACHE_DIR=str(tmp_path / "cache"), **env)
+    e.pop("PKTBUF_CHECKED", None) if "PKTBUF_CHECKED" not in env else None
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e,
+                          capture_output=True, text=True, timeout=600)
+
+
+COPY = """
+    import numpy as np
+    from numba import njit
+    from pktbuf.rawmem import copy_in_bounds
+    src = np.arange(64, dtype=np.uint8)
+    dst = np.zeros(80, np.uint8)
+    canary = dst[64:].copy()
+
+    @njit
+    def copy(dst, src, n):
+        copy_in_bounds(dst.ctypes.data, dst.ctypes.data, 64, src.ctypes.data, src.ctypes.data, 64, n)
+
+    copy(dst, src, 64)
+    assert (dst[:64] == src).all()
+    print("in bounds ok", flush=True)
+    copy(dst, src, 65)                      # one byte past both buffers
+    print("out of bounds passed", (dst[64:] != canary).any(), flush=True)
+"""
+
+
+def test_checked_build_aborts_on_a_copy_past_its_buffer(tmp_path):
+    r = _run(COPY, tmp_path, PKTBUF_CHECKED="1")
+    assert r.returncode == -signal.SIGABRT, (r.returncode, r.stdout, r.stderr)
+    assert "in bounds ok" in r.stdout and "out of bounds passed" not in r.stdout
+    assert "pktbuf checked build: write of 65 bytes" in r.stderr
+
+
+def test_checked_build_aborts_on_a_negative_length(tmp_path):
+    code = COPY.replace("copy(dst, src, 65)", "copy(dst, src, -5)")
+    r = _run(code, tmp_path, PKTBUF_CHECKED="1")
+    assert r.returncode == -signal.SIGABRT, (r.returncode, r.stdout, r.stderr)
+    assert "of -5 bytes" in r.stderr
+
+
+def test_checked_kernels_are_cached_apart_from_release_ones(tmp_path):
+    """Both variants in one cache directory: each process gets the code of its own build."""
+    code = """
+        import pktbuf
+        from pktbuf._jit import CHECKED, _TAG
+        p = pktbuf.PktmbufPool(64, 0)
+        m = p.alloc(); m.append_bytes(b"abc"); print(CHECKED, _TAG, m.read(1, 2).tobytes()); m.free()
+    """
+    a = _run(code, tmp_path, PKTBUF_CHECKED="1")
+    b = _run(code, tmp_path, PKTBUF_CHECKED="0")
+    assert a.returncode == 0 and b.returncode == 0, (a.stderr, b.stderr)
+    ca, ta, _ = a.stdout.split(maxsplit=2)
+    cb, tb, _ = b.stdout.split(maxsplit=2)
+    assert (ca, cb) == ("True", "False") and ta != tb
+    names = [n for d, _, fs in os.walk(tmp_path / "cache") for n in fs if n.endswith(".nbi")]
+    assert any(ta in n for n in names) and any(tb in n for n in names)
+
+
+def test_boundscheck_covers_pktbuf_kernels_and_atomics(tmp_path):
+    code = """
+        import numpy as np
+        from numba import njit
+        from pktbuf.ring.kernels import ring_count
+        from pktbuf.atomics import fetch_add
+        try:
+            ring_count(np.zeros(3, np.uint32))        # a ring header is 96 words
+        except IndexError as e:
+            print("kernel:", e)
+
+        @njit
+        def bump(a, i):
+            return fetch_add(a, i, 1)
+
+        a = np.zeros(4, np.int64)
+        bump(a, 3)
+        try:
+            bump(a, 4)
+        except IndexError as e:
+            print("atomic:", e)
+    """
+    r = _run(code, tmp_path, NUMBA_BOUNDSCHECK="1")
+    assert r.returncode == 0, r.stderr
+    assert "kernel: index is out of bounds" in r.stdout
+    assert "atomic: index is out of bounds" in r.stdout
+
+
+def test_release_build_copies_in_bounds_exactly():
+    from numba import njit
+
+    @njit
+    def both(dst, src, n):
+        copy_in_bounds(dst.ctypes.data, dst.ctypes.data, dst.size, src.ctypes.data,
+                       src.ctypes.data, src.size, n)
+        fill_in_bounds(dst.ctypes.data + n, dst.ctypes.data, dst.size, 0xAB, dst.size - n)
+
+    src = np.arange(10, dtype=np.uint8)
+    dst = np.zeros(16, np.uint8)
+    both(dst, src, 10)
+    assert dst.tolist() == list(range(10)) + [0xAB] * 6
+    assert CHECKED in (True, False)
