@@ -1,13 +1,22 @@
-"""The core engine's measurements: the same cases as DPDK's reference benchmark.
+"""The core engine's measurements, case by case, as the DPDK reference program runs them.
 
-Setup as DPDK's (``shared/tools/dpdk-reference``): pools of 8192 mbufs, cache 256, data room
-2176, no hugepages.  Every loop runs inside Numba; what is timed is bracketed by fenced TSC
-reads, and intervals longer than ``drop_ns`` (a preemption on this shared 2-core machine) are
-dropped, as the reference does.  Each case returns ns per unit (mbuf, chain or object).
+Setup: pools of 8192 mbufs, cache 256, data room 2176 (DPDK's default buffer size), no
+hugepages.  Every loop runs inside Numba.  A sample is about ``units`` units of work (mbufs,
+chains or objects); what it times is bracketed by fenced TSC reads (:mod:`.tsc`):
+
+* round trip, one at a time, raw mempool: the whole loop, cycles / units;
+* free_bulk alone (five input layouts): each ``free_bulk`` call on its own; an interval longer
+  than ``drop_cyc`` (20 us: the thread was preempted on this shared machine) is dropped and
+  counted, the cost of an empty fenced pair is subtracted from each kept one.  A sample in
+  which every interval was dropped is an error, not a zero.
+
+``dpdk_ref.c`` does the same with DPDK's calls; ``report.py`` alternates the two sample by
+sample.  Which cases exist is the data in :data:`CASES`.  docs/bench.md has the whole method.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -18,16 +27,61 @@ from ..kernels import (mbuf_refcnt_update, mempool_get_bulk, mempool_put_bulk, p
 from .. import inline as inl
 from .._jit import kernel
 from ..rawmem import stack_i32
-from .tsc import tsc_begin, tsc_end, tsc_hz
+from .tsc import pair_overhead_cycles, tsc_begin, tsc_end, tsc_hz
 
 POOL_N = 8192
 CACHE = 256
 DATAROOM = 2176
 BURSTS = (1, 32, 64, 128, 256)
+MAX_BURST = 256
+DROP_US = 20.0          # a timed free_bulk call longer than this was preempted
+UNITS = 400_000         # units of work per sample
 # PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): one short repetition each
 QUICK = os.environ.get("PKTBUF_BENCH_QUICK", "") not in ("", "0")
+QUICK_UNITS = 20_000
 LAYOUTS = ("flat", "grouped", "alternating", "shared", "chain2")
 _LAYOUT = {name: i for i, name in enumerate(LAYOUTS)}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One core case: how it is shown and what it is compared with."""
+    name: str
+    label: str
+    unit: str                   # per what: "ns/mbuf", "ns/chain", "ns/obj"
+    dpdk: str | None            # the DPDK reference program's case doing the same work
+    staged: bool = False        # also measured with DPDK's staged free algorithm
+    min_burst: int = 1
+
+    def fits(self, burst: int) -> bool:
+        return self.min_burst <= burst <= MAX_BURST
+
+
+CASES = (
+    Case("roundtrip", "alloc_bulk + free_bulk round trip", "ns/mbuf", "roundtrip", True),
+    Case("flat", "free_bulk alone, flat (1 pool)", "ns/mbuf", "flat", True),
+    Case("grouped", "free_bulk, 2 pools grouped AA..BB", "ns/mbuf", "grouped", True, 2),
+    Case("alternating", "free_bulk, 2 pools alternating ABAB", "ns/mbuf", "alternating", True, 2),
+    Case("shared", "free_bulk, 1 shared mbuf per burst", "ns/mbuf", "shared", True),
+    Case("chain2", "free_bulk, 2-segment chains", "ns/chain", "chain2", True),
+    Case("single", "pktmbuf_alloc + free, one at a time", "ns/mbuf", "single"),
+    Case("single_inline", "  same, pktbuf.inline, NRT-free loop", "ns/mbuf", "single"),
+    Case("raw", "mempool get_bulk + put_bulk (raw)", "ns/obj", "raw"),
+)
+CASE = {c.name: c for c in CASES}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measurement: ns per unit, and how many timed intervals were kept and dropped
+    (whole-loop cases: one interval, never dropped)."""
+    ns: float
+    kept: int
+    dropped: int
+
+
+class BenchError(RuntimeError):
+    """A measurement that cannot be reported (pool dry, every interval dropped, a leak)."""
 
 
 @njit(cache=True, nogil=True)
@@ -48,29 +102,34 @@ def roundtrip(dom, pid, lcore, n, iters, staged):
 
 @njit(cache=True, nogil=True)
 def free_only(dom, pid_a, pid_b, lcore, n, iters, layout, staged, drop_cyc):
-    """free_bulk alone (the allocation is not timed): cycles per mbuf (per chain for chain2)."""
+    """free_bulk alone (the allocation is not timed), each call timed on its own.
+
+    Returns ``(cycles, kept, dropped)``: the cycles summed over the ``kept`` intervals shorter
+    than ``drop_cyc``, and how many longer ones were ``dropped``.  ``kept == -1``: a pool ran
+    dry.  The caller turns that into cycles per mbuf (per chain for chain2)."""
     m = np.empty(2 * n + 2, np.int32)
     tmp = np.empty(2 * n + 2, np.int32)
     acc = np.uint64(0)
     kept = 0
+    dropped = 0
     h = n // 2
     for _ in range(iters):
         shared = -1
         if layout == 0:          # flat, one pool
             if pktmbuf_alloc_bulk(dom, pid_a, lcore, m, n) != 0:
-                return -1.0
+                return acc, -1, dropped
         elif layout == 1:        # two pools grouped: AA..BB..
             if pktmbuf_alloc_bulk(dom, pid_a, lcore, m, h) != 0:
-                return -1.0
+                return acc, -1, dropped
             if pktmbuf_alloc_bulk(dom, pid_b, lcore, tmp, n - h) != 0:
-                return -1.0
+                return acc, -1, dropped
             for j in range(n - h):
                 m[h + j] = tmp[j]
         elif layout == 2:        # two pools alternating: ABAB..
             if pktmbuf_alloc_bulk(dom, pid_a, lcore, tmp, h) != 0:
-                return -1.0
+                return acc, -1, dropped
             if pktmbuf_alloc_bulk(dom, pid_b, lcore, tmp[h:], n - h) != 0:
-                return -1.0
+                return acc, -1, dropped
             for j in range(h):
                 m[2 * j] = tmp[j]
                 m[2 * j + 1] = tmp[h + j]
@@ -78,12 +137,12 @@ def free_only(dom, pid_a, pid_b, lcore, n, iters, layout, staged, drop_cyc):
                 m[j] = tmp[h + j - h]
         elif layout == 3:        # one shared mbuf (refcnt 2) in the middle of each burst
             if pktmbuf_alloc_bulk(dom, pid_a, lcore, m, n) != 0:
-                return -1.0
+                return acc, -1, dropped
             shared = m[h]
             mbuf_refcnt_update(dom, shared, 1)
         else:                    # n 2-segment chains
             if pktmbuf_alloc_bulk(dom, pid_a, lcore, tmp, 2 * n) != 0:
-                return -1.0
+                return acc, -1, dropped
             for j in range(n):
                 pktmbuf_chain(dom, tmp[2 * j], tmp[2 * j + 1])
                 m[j] = tmp[2 * j]
@@ -103,7 +162,9 @@ def free_only(dom, pid_a, pid_b, lcore, n, iters, layout, staged, drop_cyc):
         if d < drop_cyc:
             acc += d
             kept += 1
-    return acc / (max(kept, 1) * n)
+        else:
+            dropped += 1
+    return acc, kept, dropped
 
 
 @njit(cache=True, nogil=True)
@@ -153,8 +214,19 @@ def raw_mempool(dom, pid, lcore, n, iters):
     return (t1 - t0) / (iters * n)
 
 
+def loop_iters(case: str, burst: int, units: int) -> int:
+    """Iterations of a ``case`` loop for about ``units`` units (free_bulk-alone cases do a
+    quarter as many: the untimed allocation between the calls costs about as much again)."""
+    iters = max(4, units // max(burst, 1))
+    return max(4, iters // 4) if case in _LAYOUT else iters
+
+
 class CoreBench:
-    """Pools and warm kernels for the core cases; ``run(case, burst, variant)`` -> ns per unit."""
+    """Pools and warm kernels for the core cases.
+
+    ``sample(case, burst, staged)`` -> :class:`Sample`; ``run`` -> ns per unit; ``median`` over
+    repetitions; ``audit()`` checks that every mbuf is back in its pool.
+    """
 
     def __init__(self, domain=None):
         from ..api.pools import PktmbufPool
@@ -162,8 +234,9 @@ class CoreBench:
         self.b = PktmbufPool(POOL_N, CACHE, DATAROOM, domain=self.a.domain, name="bench_b")
         self.raw = PktmbufPool(POOL_N, CACHE, DATAROOM, domain=self.a.domain, name="bench_raw")
         self.dom = self.a.domain.state
-        self.ns_per_cyc = 1e9 / tsc_hz()
-        self.drop_cyc = np.uint64(20e-6 * tsc_hz())   # a 20 us burst was preempted
+        self.hz = tsc_hz()
+        self.ns_per_cyc = 1e9 / self.hz
+        self.drop_cyc = np.uint64(DROP_US * 1e-6 * self.hz)
         self.lcore = 0
         for n in (1, 32):          # compile (or load) every loop before anything is timed
             for staged in (False, True):
@@ -174,38 +247,57 @@ class CoreBench:
             single(self.dom, self.a.id, self.lcore, n, 1)
             single_inline(self.dom, self.a.id, self.lcore, n, 1)
             raw_mempool(self.dom, self.raw.id, self.lcore, n, 1)
+        self.pair_cyc = pair_overhead_cycles()
 
-    def run(self, case: str, burst: int, staged: bool = False, units: int = 400_000) -> float:
-        """One measurement of about ``units`` mbufs: ns per unit."""
+    def sample(self, case: str, burst: int, staged: bool = False, units: int = UNITS) -> Sample:
+        """One measurement of about ``units`` units of ``case`` at ``burst``."""
         if QUICK:
-            units = min(units, 20_000)
-        iters = max(4, units // max(burst, 1))
+            units = min(units, QUICK_UNITS)
+        c = CASE.get(case)
+        if c is None:
+            raise ValueError(f"unknown case {case!r}")
+        if not c.fits(burst):
+            raise ValueError(f"{case}: burst {burst} outside {c.min_burst}..{MAX_BURST}")
+        iters = loop_iters(case, burst, units)
+        if case in _LAYOUT:
+            acc, kept, dropped = free_only(self.dom, self.a.id, self.b.id, self.lcore, burst,
+                                           iters, _LAYOUT[case], staged, self.drop_cyc)
+            if kept < 0:
+                raise BenchError(f"{case}: pool ran dry")
+            if kept == 0:
+                raise BenchError(f"{case} burst {burst}: all {dropped} timed intervals were "
+                                 f"longer than {self.drop_cyc * self.ns_per_cyc / 1e3:.1f} us "
+                                 f"(preempted) and were dropped; nothing to report")
+            cyc = (float(acc) - kept * self.pair_cyc) / (kept * burst)
+            return Sample(cyc * self.ns_per_cyc, int(kept), int(dropped))
         if case == "roundtrip":
             cyc = roundtrip(self.dom, self.a.id, self.lcore, burst, iters, staged)
-        elif case in _LAYOUT:
-            if case in ("grouped", "alternating") and burst < 2:
-                raise ValueError("two pools need a burst of at least 2")
-            cyc = free_only(self.dom, self.a.id, self.b.id, self.lcore, burst,
-                            max(4, iters // 4), _LAYOUT[case], staged, self.drop_cyc)
         elif case == "single":
             cyc = single(self.dom, self.a.id, self.lcore, burst, iters)
         elif case == "single_inline":
-            if burst > 256:
-                raise ValueError("single_inline holds at most 256 mbufs")
             cyc = single_inline(self.dom, self.a.id, self.lcore, burst, iters)
-        elif case == "raw":
-            cyc = raw_mempool(self.dom, self.raw.id, self.lcore, burst, iters)
         else:
-            raise ValueError(f"unknown case {case!r}")
+            cyc = raw_mempool(self.dom, self.raw.id, self.lcore, burst, iters)
         if cyc < 0:
-            raise RuntimeError(f"{case}: pool ran dry")
-        return cyc * self.ns_per_cyc
+            raise BenchError(f"{case}: pool ran dry")
+        return Sample(cyc * self.ns_per_cyc, 1, 0)
 
-    def median(self, case, burst, staged=False, reps=7, units=400_000):
+    def run(self, case: str, burst: int, staged: bool = False, units: int = UNITS) -> float:
+        """One measurement of about ``units`` units: ns per unit."""
+        return self.sample(case, burst, staged, units).ns
+
+    def median(self, case, burst, staged=False, reps=7, units=UNITS):
         if QUICK:
             reps = 1
         vals = sorted(self.run(case, burst, staged, units) for _ in range(reps))
         return vals[len(vals) // 2]
+
+    def audit(self) -> None:
+        """Every pool audits clean and holds all of its mbufs again (raises BenchError)."""
+        for p in (self.a, self.b, self.raw):
+            free = p.audit()
+            if free != p.n:
+                raise BenchError(f"pool {p.name!r}: {p.n - free} of {p.n} mbufs not returned")
 
     def close(self):
         for p in (self.a, self.b, self.raw):
