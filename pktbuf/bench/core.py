@@ -251,8 +251,7 @@ class CoreBench:
 
     def sample(self, case: str, burst: int, staged: bool = False, units: int = UNITS) -> Sample:
         """One measurement of about ``units`` units of ``case`` at ``burst``."""
-        if QUICK:
-            units = min(units, QUICK_UNITS)
+        units = self.effective_units(units)
         c = CASE.get(case)
         if c is None:
             raise ValueError(f"unknown case {case!r}")
@@ -281,6 +280,11 @@ class CoreBench:
         if cyc < 0:
             raise BenchError(f"{case}: pool ran dry")
         return Sample(cyc * self.ns_per_cyc, 1, 0)
+
+    @staticmethod
+    def effective_units(units: int) -> int:
+        """``units``, capped under PKTBUF_BENCH_QUICK."""
+        return min(units, QUICK_UNITS) if QUICK else units
 
     def run(self, case: str, burst: int, staged: bool = False, units: int = UNITS) -> float:
         """One measurement of about ``units`` units: ns per unit."""

@@ -279,9 +279,12 @@ class DpdkRef:
         self.close()
 
     def label(self) -> str:
-        """What the column is, for tables, reports and charts."""
+        """What the column is, for tables, reports and charts (the unique file prefix shown
+        as ``pktbuf-ref-*``; ``self.eal`` has the exact arguments)."""
+        eal = " ".join("--file-prefix=pktbuf-ref-*" if a.startswith("--file-prefix=") else a
+                       for a in self.eal)
         return (f"{self.info.get('dpdk', 'DPDK')} (classic mempool cache, "
-                f"{self.info.get('mempool_ops', '?')} ops, --no-huge, EAL {' '.join(self.eal)})")
+                f"{self.info.get('mempool_ops', '?')} ops, --no-huge, EAL {eal})")
 
 
 def start(lcores: int = 2, env=None) -> DpdkRef:
