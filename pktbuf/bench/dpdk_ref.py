@@ -89,10 +89,12 @@ def toolchain(env=None) -> Toolchain:
                      ver.stdout.strip())
 
 
-def build(source: Path | str = SOURCE, env=None, tc: Toolchain | None = None) -> Path:
-    """The reference program, compiled if the cache has no build of this source and DPDK."""
+def build(source: Path | str | None = None, env=None, tc: Toolchain | None = None) -> Path:
+    """The reference program (default source: :data:`SOURCE`), compiled if the cache has no
+    build of this source with this DPDK and these flags."""
     env = dict(os.environ if env is None else env)
     tc = tc or toolchain(env)
+    source = SOURCE if source is None else source
     src = Path(source).read_bytes()
     cmd_tail = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", *tc.cflags]
     key = hashlib.sha256(b"\0".join([src, tc.version.encode(), tc.cc.encode(),
@@ -191,6 +193,10 @@ class DpdkRef:
             if ready:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
+                    try:
+                        self.proc.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        self._fail("closed its output")
                     self._fail("exited")
                 self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)

@@ -289,35 +289,44 @@ def measure_vs_memset(size: int = 1 << 20, repeat: int = 5, heap: Heap | None = 
     return {"pair_ns": p, "memset_ns": m, "ratio": p / m}
 
 
-VARIANTS = {"pktbuf_outside": "pktbuf", "pktbuf_inside": "pktbuf, zero inside",
-            "dpdk_malloc": "rte_malloc", "dpdk_zmalloc": "rte_zmalloc"}
+VARIANTS = ("pktbuf_outside", "pktbuf_inside", "dpdk_malloc", "dpdk_zmalloc")
 
 
 def print_table(doc: dict, out=None) -> None:
     p = lambda s="": print(s, file=out or sys.stdout)   # noqa: E731
     from .report import dpdk_line
     m = doc["method"]
-    keys = [k for k in VARIANTS if any(r.get(k) for r in doc["rows"])]
-    p(f"\nheap malloc+free pairs, ns per pair per thread.  1 thread: median of TSC-timed chunks."
-      f"  2 threads: median of the\nclean runs of {m['runs']} (every thread had its CPU >= "
-      f"{m['clean_share']:.0%} of the time; '*' = fewer than 3 clean, median of all runs)")
+    has = doc["dpdk"]["status"] == "ok"
+    p(f"\nheap malloc+free pairs.  1 thread: median of TSC-timed chunks.  2 threads: median of the"
+      f" clean runs of {m['runs']}\n(every thread had its CPU >= {m['clean_share']:.0%} of the time;"
+      f" '*' = fewer than 3 clean, median of all runs)")
     p(dpdk_line(doc["dpdk"]))
-    if doc["dpdk"]["status"] == "ok":
-        p("(rte_malloc here runs on ordinary memory (--no-huge), not on hugepages as in production)")
-    p(f"{'size':>9} {'thr':>3} " + " ".join(f"{VARIANTS[k]:>19}" for k in keys)
-      + ("  pktbuf/rte_malloc" if "dpdk_malloc" in keys else ""))
+    if has:
+        p("(rte_malloc runs on ordinary memory here (--no-huge); production runs on hugepages)")
+    p(f"{'size':>9} {'thr':>3} {'zero':>8} {'ns/pair/thr':>12} {'Mpairs/s':>9} {'clean':>6}"
+      + (f" {'rte_malloc':>10} {'rte_zmalloc':>11} {'pktbuf/rte_malloc':>17}" if has else ""))
     for r in doc["rows"]:
-        cells = []
-        for k in keys:
-            f = r.get(k)
-            mark = "" if r["threads"] == 1 or not f else f" {f['clean']}{'' if f['clean'] >= 3 else '*'}"
-            cells.append(f"{f['median']:>{19 - len(mark)}.1f}{mark}" if f else f"{'-':>19}")
-        ratio = r.get("ratio")
-        p(f"{r['size']:>9} {r['threads']:>3} " + " ".join(cells)
-          + (f"  {ratio:>17.2f}" if ratio is not None else ""))
+        dm, dz = r.get("dpdk_malloc"), r.get("dpdk_zmalloc")
+        for z in ("outside", "inside"):
+            f = r[f"pktbuf_{z}"]
+            if r["threads"] == 1:       # one thread: TSC-timed chunks
+                clean = f"{'tsc':>6}"
+            else:
+                clean = f"{f['clean']:>5}{'' if f['clean'] >= 3 else '*':1}"
+            line = (f"{r['size']:>9} {r['threads']:>3} {z:>8} {f['median']:>12.1f} "
+                    f"{f['mpairs_s']:>9.3f} {clean}")
+            if has:
+                ratio = R.ratio(f, dm)
+                line += (f" {_num(dm, 10)} {_num(dz, 11)} "
+                         + (f"{ratio:>17.2f}" if ratio is not None else f"{'-':>17}"))
+            p(line)
     for e in doc["extras"]:
         tgt = f"  (target {e['target']})" if e.get("target") else ""
-        p(f"{e['name']:<48} {e['value']:>8.2f} {e['unit']}{tgt}")
+        p(f"{e['name']:<52} {e['value']:>6.2f} {e['unit']}{tgt}")
+
+
+def _num(fig, w):
+    return f"{fig['median']:>{w}.1f}" if fig else f"{'-':>{w}}"
 
 
 def main(argv=None) -> int:

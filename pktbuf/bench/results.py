@@ -150,7 +150,7 @@ def core_targets(rows: list) -> list:
         out.append({"title": title, "case": case, "burst": burst,
                     "pktbuf": r["pktbuf"]["median"] if r else None,
                     "dpdk": r["dpdk"]["median"] if r and r.get("dpdk") else None,
-                    "ratio": r.get("ratio") if r else None})
+                    "ratio": ratio(r["pktbuf"], r.get("dpdk")) if r else None})
     return out
 
 
