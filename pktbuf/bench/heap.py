@@ -116,8 +116,9 @@ def run_pairs(heap: Heap, size: int, n: int, threads: int) -> tuple[float, float
 
     The share is the smallest, over the threads, of a thread's CPU time / its own elapsed time:
     below ~0.9 that thread was descheduled for part of its run (another process had its CPU),
-    and the run says little about how the heap scales -- the DPDK reference tool calls such runs
-    unclean, and so do we.  (A thread that simply finishes first is not penalised.)
+    and the run says little about how the heap scales: it is not *clean*, and the two-thread
+    figures leave it out (the DPDK reference program's two lcores are judged by the same rule).
+    (A thread that simply finishes first is not penalised.)
     """
     gate = np.array([0, threads], np.int64)
     res = [0] * threads
