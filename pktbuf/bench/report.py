@@ -225,7 +225,7 @@ def main(argv=None) -> int:
         ap.error("--reps and --units must be positive")
     check_output_args(ap, a)
 
-    from .core import CoreBench
+    from .core import BenchError, CoreBench
     t0 = time.perf_counter()
     _progress("compiling / loading the benchmark loops ...")
     bench = CoreBench()
@@ -234,6 +234,10 @@ def main(argv=None) -> int:
     try:
         rows = measure(bench, ref, dpdk, [CASE[c] for c in names if c in chosen and c in CASE],
                        bursts, reps, units)
+    except BenchError as e:
+        _progress("")
+        print(f"pktbuf bench core: {e}", file=sys.stderr)
+        return 1
     finally:
         if ref is not None:
             ref.close()

@@ -1,6 +1,8 @@
 """The core bench's loops and bookkeeping, in this process (no figures are judged)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -108,3 +110,10 @@ def test_samples_alternate_and_are_all_kept(bench):
     assert row["dpdk"]["samples"] == [pytest.approx(10.0 * 1e9 / bench.hz, rel=1e-3)] * 3
     assert row["ratio"] == pytest.approx(row["pktbuf"]["median"] / row["dpdk"]["median"])
     assert dpdk["status"] == "ok"
+
+
+def test_the_cli_fails_when_every_interval_is_dropped(monkeypatch, capsys):
+    monkeypatch.setattr(K, "DROP_US", 0.0)           # every timed call counts as preempted
+    assert C.main(["--cases", "flat", "--bursts", "32"]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"pktbuf bench core: flat burst 32: all \d+ timed intervals .* dropped", err), err
