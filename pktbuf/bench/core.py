@@ -2,13 +2,17 @@
 
 Setup: pools of 8192 mbufs, cache 256, data room 2176 (DPDK's default buffer size), no
 hugepages.  Every loop runs inside Numba.  A sample is about ``units`` units of work (mbufs,
-chains or objects); what it times is bracketed by fenced TSC reads (:mod:`.tsc`):
+chains or objects), timed in intervals bracketed by fenced TSC reads (:mod:`.tsc`):
 
-* round trip, one at a time, raw mempool: the whole loop, cycles / units;
-* free_bulk alone (five input layouts): each ``free_bulk`` call on its own; an interval longer
-  than ``drop_cyc`` (20 us: the thread was preempted on this shared machine) is dropped and
-  counted, the cost of an empty fenced pair is subtracted from each kept one.  A sample in
-  which every interval was dropped is an error, not a zero.
+* free_bulk alone (five input layouts): each ``free_bulk`` call is one interval;
+* round trip, one at a time, raw mempool: chunks of whole loop iterations lasting about
+  ``CHUNK_NS`` (calibrated per case and burst), so that a time slice lost to another process
+  falls into one chunk instead of stretching the whole sample.
+
+An interval longer than the drop threshold (20 us, or four chunks' time for a slow chunk) was
+preempted on this shared machine: it is dropped and counted.  The cost of an empty fenced pair
+is subtracted from each kept interval.  A sample in which every interval was dropped is an
+error, not a zero.
 
 ``dpdk_ref.c`` does the same with DPDK's calls; ``report.py`` alternates the two sample by
 sample.  Which cases exist is the data in :data:`CASES`.  docs/bench.md has the whole method.
@@ -34,7 +38,9 @@ CACHE = 256
 DATAROOM = 2176
 BURSTS = (1, 32, 64, 128, 256)
 MAX_BURST = 256
-DROP_US = 20.0          # a timed free_bulk call longer than this was preempted
+DROP_US = 20.0          # a timed interval longer than this was preempted
+CHUNK_NS = 4000.0       # whole-loop cases are timed in chunks of about this long
+NEVER = 1 << 62         # a drop threshold no interval reaches
 UNITS = 400_000         # units of work per sample
 # PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): one short repetition each
 QUICK = os.environ.get("PKTBUF_BENCH_QUICK", "") not in ("", "0")
@@ -85,19 +91,33 @@ class BenchError(RuntimeError):
 
 
 @njit(cache=True, nogil=True)
-def roundtrip(dom, pid, lcore, n, iters, staged):
-    """alloc_bulk + free_bulk of n, whole loop timed: TSC cycles per mbuf."""
+def roundtrip(dom, pid, lcore, n, nchunks, chunk, staged, drop_cyc):
+    """alloc_bulk + free_bulk of n, timed ``chunk`` iterations at a time.
+
+    Returns ``(cycles, kept, dropped)``: cycles summed over the ``kept`` chunks shorter than
+    ``drop_cyc`` and the number ``dropped``; ``kept == -1``: the pool ran dry.  (So do
+    ``single``, ``single_inline`` and ``raw_mempool``.)"""
     m = np.empty(max(n, 1), np.int32)
-    t0 = tsc_begin()
-    for _ in range(iters):
-        if pktmbuf_alloc_bulk(dom, pid, lcore, m, n) != 0:
-            return -1.0
-        if staged:
-            pktmbuf_free_bulk_staged(dom, lcore, m, n)
+    acc = np.uint64(0)
+    kept = 0
+    dropped = 0
+    for _ in range(nchunks):
+        t0 = tsc_begin()
+        for _ in range(chunk):
+            if pktmbuf_alloc_bulk(dom, pid, lcore, m, n) != 0:
+                return acc, -1, dropped
+            if staged:
+                pktmbuf_free_bulk_staged(dom, lcore, m, n)
+            else:
+                pktmbuf_free_bulk(dom, lcore, m, n)
+        t1 = tsc_end()
+        d = t1 - t0
+        if d < drop_cyc:
+            acc += d
+            kept += 1
         else:
-            pktmbuf_free_bulk(dom, lcore, m, n)
-    t1 = tsc_end()
-    return (t1 - t0) / (iters * n)
+            dropped += 1
+    return acc, kept, dropped
 
 
 @njit(cache=True, nogil=True)
@@ -168,50 +188,84 @@ def free_only(dom, pid_a, pid_b, lcore, n, iters, layout, staged, drop_cyc):
 
 
 @njit(cache=True, nogil=True)
-def single(dom, pid, lcore, n, iters):
-    """pktmbuf_alloc x n then pktmbuf_free x n, one at a time: cycles per mbuf."""
+def single(dom, pid, lcore, n, nchunks, chunk, drop_cyc):
+    """pktmbuf_alloc x n then pktmbuf_free x n, one call per mbuf; timed as ``roundtrip``."""
     m = np.empty(max(n, 1), np.int32)
-    t0 = tsc_begin()
-    for _ in range(iters):
-        for j in range(n):
-            h = pktmbuf_alloc(dom, pid, lcore)
-            if h < 0:
-                return -1.0
-            m[j] = h
-        for j in range(n):
-            pktmbuf_free(dom, lcore, m[j])
-    t1 = tsc_end()
-    return (t1 - t0) / (iters * n)
+    acc = np.uint64(0)
+    kept = 0
+    dropped = 0
+    for _ in range(nchunks):
+        t0 = tsc_begin()
+        for _ in range(chunk):
+            for j in range(n):
+                h = pktmbuf_alloc(dom, pid, lcore)
+                if h < 0:
+                    for i in range(j):
+                        pktmbuf_free(dom, lcore, m[i])
+                    return acc, -1, dropped
+                m[j] = h
+            for j in range(n):
+                pktmbuf_free(dom, lcore, m[j])
+        t1 = tsc_end()
+        d = t1 - t0
+        if d < drop_cyc:
+            acc += d
+            kept += 1
+        else:
+            dropped += 1
+    return acc, kept, dropped
 
 
 @kernel
-def single_inline(dom, pid, lcore, n, iters):
+def single_inline(dom, pid, lcore, n, nchunks, chunk, drop_cyc):
     """As ``single``, from a runtime-free loop with ``pktbuf.inline``'s kernels."""
-    m = stack_i32(256)
-    t0 = tsc_begin()
-    for _ in range(iters):
-        for j in range(n):
-            h = inl.pktmbuf_alloc(dom, pid, lcore)
-            if h < 0:
-                return -1.0
-            m[j] = h
-        for j in range(n):
-            inl.pktmbuf_free(dom, lcore, m[j])
-    t1 = tsc_end()
-    return (t1 - t0) / (iters * n)
+    m = stack_i32(MAX_BURST)
+    acc = np.uint64(0)
+    kept = 0
+    dropped = 0
+    for _ in range(nchunks):
+        t0 = tsc_begin()
+        for _ in range(chunk):
+            for j in range(n):
+                h = inl.pktmbuf_alloc(dom, pid, lcore)
+                if h < 0:
+                    for i in range(j):
+                        inl.pktmbuf_free(dom, lcore, m[i])
+                    return acc, -1, dropped
+                m[j] = h
+            for j in range(n):
+                inl.pktmbuf_free(dom, lcore, m[j])
+        t1 = tsc_end()
+        d = t1 - t0
+        if d < drop_cyc:
+            acc += d
+            kept += 1
+        else:
+            dropped += 1
+    return acc, kept, dropped
 
 
 @njit(cache=True, nogil=True)
-def raw_mempool(dom, pid, lcore, n, iters):
-    """mempool_get_bulk + mempool_put_bulk: cycles per object."""
+def raw_mempool(dom, pid, lcore, n, nchunks, chunk, drop_cyc):
+    """mempool_get_bulk + mempool_put_bulk of n objects; timed as ``roundtrip``."""
     o = np.empty(max(n, 1), np.int32)
-    t0 = tsc_begin()
-    for _ in range(iters):
-        if mempool_get_bulk(dom, pid, lcore, o, n) != 0:
-            return -1.0
-        mempool_put_bulk(dom, pid, lcore, o, n)
-    t1 = tsc_end()
-    return (t1 - t0) / (iters * n)
+    acc = np.uint64(0)
+    kept = 0
+    dropped = 0
+    for _ in range(nchunks):
+        t0 = tsc_begin()
+        for _ in range(chunk):
+            if mempool_get_bulk(dom, pid, lcore, o, n) != 0:
+                return acc, -1, dropped
+            mempool_put_bulk(dom, pid, lcore, o, n)
+        t1 = tsc_end()
+        d = t1 - t0
+        if d < drop_cyc:
+            acc += d
+            kept += 1
+        else:
+            dropped += 1
+    return acc, kept, dropped
 
 
 def loop_iters(case: str, burst: int, units: int) -> int:
@@ -221,11 +275,29 @@ def loop_iters(case: str, burst: int, units: int) -> int:
     return max(4, iters // 4) if case in _LAYOUT else iters
 
 
+def chunking(iter_cyc: float, hz: float) -> tuple[int, int]:
+    """(iterations per chunk, drop threshold in cycles) for a loop whose iteration takes
+    ``iter_cyc`` cycles: chunks of about ``CHUNK_NS``, dropped at ``DROP_US`` or at four chunks'
+    time if that is longer (an iteration may take longer than the threshold by itself)."""
+    iter_cyc = max(float(iter_cyc), 1.0)
+    chunk = max(1, int(CHUNK_NS * 1e-9 * hz / iter_cyc))
+    return chunk, max(int(DROP_US * 1e-6 * hz), int(4 * chunk * iter_cyc))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How one case at one burst is timed -- the same for pktbuf and for DPDK."""
+    chunk: int         # loop iterations per timed interval (1 for the free_bulk-alone cases)
+    nchunks: int       # timed intervals per sample
+    drop_cyc: int      # an interval at least this long was preempted: dropped
+
+
 class CoreBench:
     """Pools and warm kernels for the core cases.
 
     ``sample(case, burst, staged)`` -> :class:`Sample`; ``run`` -> ns per unit; ``median`` over
-    repetitions; ``audit()`` checks that every mbuf is back in its pool.
+    repetitions; ``timing(case, burst, units)`` -> :class:`Timing`; ``audit()`` checks that
+    every mbuf is back in its pool.
     """
 
     def __init__(self, domain=None):
@@ -236,50 +308,70 @@ class CoreBench:
         self.dom = self.a.domain.state
         self.hz = tsc_hz()
         self.ns_per_cyc = 1e9 / self.hz
-        self.drop_cyc = np.uint64(DROP_US * 1e-6 * self.hz)
+        self.drop_cyc = int(DROP_US * 1e-6 * self.hz)
         self.lcore = 0
+        self._chunks = {}
         for n in (1, 32):          # compile (or load) every loop before anything is timed
-            for staged in (False, True):
-                roundtrip(self.dom, self.a.id, self.lcore, n, 1, staged)
-                for lay in range(len(LAYOUTS)):
-                    free_only(self.dom, self.a.id, self.b.id, self.lcore, n, 1, lay, staged,
-                              self.drop_cyc)
-            single(self.dom, self.a.id, self.lcore, n, 1)
-            single_inline(self.dom, self.a.id, self.lcore, n, 1)
-            raw_mempool(self.dom, self.raw.id, self.lcore, n, 1)
+            for c in CASES:
+                for staged in (False, True) if c.staged else (False,):
+                    self._loop(c.name, n, staged, 1, 1, NEVER)
         self.pair_cyc = pair_overhead_cycles()
 
-    def sample(self, case: str, burst: int, staged: bool = False, units: int = UNITS) -> Sample:
-        """One measurement of about ``units`` units of ``case`` at ``burst``."""
-        units = self.effective_units(units)
+    def _loop(self, case, n, staged, nchunks, chunk, drop_cyc):
+        """Run one case's kernel: (cycles, kept, dropped); kept == -1: a pool ran dry."""
+        d, a, lc, drop = self.dom, self.a.id, self.lcore, np.uint64(drop_cyc)
+        if case in _LAYOUT:
+            return free_only(d, a, self.b.id, lc, n, nchunks, _LAYOUT[case], staged, drop)
+        if case == "roundtrip":
+            return roundtrip(d, a, lc, n, nchunks, chunk, staged, drop)
+        if case == "single":
+            return single(d, a, lc, n, nchunks, chunk, drop)
+        if case == "single_inline":
+            return single_inline(d, a, lc, n, nchunks, chunk, drop)
+        return raw_mempool(d, self.raw.id, lc, n, nchunks, chunk, drop)
+
+    def _chunking(self, case: str, burst: int) -> tuple[int, int]:
+        """(iterations per timed chunk, drop threshold) of a whole-loop case: chunks of about
+        ``CHUNK_NS`` from the fastest of five one-iteration calibrations; the threshold is
+        ``DROP_US`` or four chunks' time, whichever is longer."""
+        key = (case, burst)
+        if key not in self._chunks:
+            best = None
+            for _ in range(5):
+                acc, kept, _ = self._loop(case, burst, False, 8, 1, NEVER)
+                if kept <= 0:
+                    raise BenchError(f"{case}: pool ran dry")
+                per = max((float(acc) - kept * self.pair_cyc) / kept, 1.0)
+                best = per if best is None else min(best, per)
+            self._chunks[key] = chunking(best, self.hz)
+        return self._chunks[key]
+
+    def timing(self, case: str, burst: int, units: int = UNITS) -> Timing:
+        """How ``case`` at ``burst`` is timed for a sample of about ``units`` units."""
         c = CASE.get(case)
         if c is None:
             raise ValueError(f"unknown case {case!r}")
         if not c.fits(burst):
             raise ValueError(f"{case}: burst {burst} outside {c.min_burst}..{MAX_BURST}")
-        iters = loop_iters(case, burst, units)
+        iters = loop_iters(case, burst, self.effective_units(units))
         if case in _LAYOUT:
-            acc, kept, dropped = free_only(self.dom, self.a.id, self.b.id, self.lcore, burst,
-                                           iters, _LAYOUT[case], staged, self.drop_cyc)
-            if kept < 0:
-                raise BenchError(f"{case}: pool ran dry")
-            if kept == 0:
-                raise BenchError(f"{case} burst {burst}: all {dropped} timed intervals were "
-                                 f"longer than {self.drop_cyc * self.ns_per_cyc / 1e3:.1f} us "
-                                 f"(preempted) and were dropped; nothing to report")
-            cyc = (float(acc) - kept * self.pair_cyc) / (kept * burst)
-            return Sample(cyc * self.ns_per_cyc, int(kept), int(dropped))
-        if case == "roundtrip":
-            cyc = roundtrip(self.dom, self.a.id, self.lcore, burst, iters, staged)
-        elif case == "single":
-            cyc = single(self.dom, self.a.id, self.lcore, burst, iters)
-        elif case == "single_inline":
-            cyc = single_inline(self.dom, self.a.id, self.lcore, burst, iters)
-        else:
-            cyc = raw_mempool(self.dom, self.raw.id, self.lcore, burst, iters)
-        if cyc < 0:
+            return Timing(1, iters, self.drop_cyc)
+        chunk, drop = self._chunking(case, burst)
+        return Timing(chunk, max(1, iters // chunk), drop)
+
+    def sample(self, case: str, burst: int, staged: bool = False, units: int = UNITS,
+               timing: Timing | None = None) -> Sample:
+        """One measurement of about ``units`` units of ``case`` at ``burst``."""
+        t = timing or self.timing(case, burst, units)
+        acc, kept, dropped = self._loop(case, burst, staged, t.nchunks, t.chunk, t.drop_cyc)
+        if kept < 0:
             raise BenchError(f"{case}: pool ran dry")
-        return Sample(cyc * self.ns_per_cyc, 1, 0)
+        if kept == 0:
+            raise BenchError(f"{case} burst {burst}: all {dropped} timed intervals were "
+                             f"longer than {t.drop_cyc * self.ns_per_cyc / 1e3:.1f} us "
+                             f"(preempted) and were dropped; nothing to report")
+        cyc = (float(acc) - kept * self.pair_cyc) / (kept * t.chunk * burst)
+        return Sample(cyc * self.ns_per_cyc, int(kept), int(dropped))
 
     @staticmethod
     def effective_units(units: int) -> int:

@@ -8,7 +8,9 @@
  * amount of work, and reduced by the same code.  See pktbuf/bench/dpdk_ref.py and docs/bench.md.
  *
  *   info                                    DPDK version, TSC rate, EAL arguments, pool setup
- *   core CASE BURST ITERS DROP_CYC REPS     REPS samples of a core case (CASE as in bench/core.py)
+ *   core CASE BURST NCHUNKS CHUNK DROP_CYC REPS
+ *                                           REPS samples of a core case (CASE as in bench/core.py),
+ *                                           each NCHUNKS timed intervals of CHUNK loop iterations
  *   check                                   every pool holds all of its mbufs again?
  *   heap1 KIND SIZE PER_CHUNK NCHUNKS       one thread: NCHUNKS timed chunks of PER_CHUNK pairs
  *   heap2 KIND SIZE PAIRS RUNS              RUNS runs of two lcores, PAIRS pairs each, started
@@ -16,11 +18,11 @@
  *   quit
  *
  * KIND is "malloc" (rte_malloc + rte_free) or "zmalloc" (rte_zmalloc + rte_free).
- * Timing: `lfence; rdtsc` before and `rdtscp; lfence` after the timed region.  A core sample
- * times either the whole loop (round trip, one at a time, raw mempool) or each free_bulk call
- * alone; a per-call interval longer than DROP_CYC was preempted and is dropped, and the mean
- * cost of an empty fenced pair is subtracted from each kept interval -- exactly what pktbuf's
- * own loops do.
+ * Timing: `lfence; rdtsc` before and `rdtscp; lfence` after each timed interval: one free_bulk
+ * call (the free-only cases, CHUNK 1) or CHUNK iterations of the loop (round trip, one at a
+ * time, raw mempool).  An interval of DROP_CYC or more was preempted and is dropped (counted),
+ * and the mean cost of an empty fenced pair is subtracted from each kept one -- exactly what
+ * pktbuf's own loops (pktbuf/bench/core.py) do.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -163,26 +165,40 @@ static void reply_error(const char *cmd, const char *what)
 enum { L_FLAT, L_GROUPED, L_ALTERNATING, L_SHARED, L_CHAIN2 };
 
 struct core_result {
-	double cyc_per_unit;   /* < 0: nothing to report (see err) */
+	uint64_t acc;          /* cycles summed over the kept intervals */
 	uint64_t kept, dropped;
 	const char *err;
 };
 
-/* alloc_bulk + free_bulk of n, the whole loop timed */
-static struct core_result core_roundtrip(unsigned n, uint64_t iters)
+/* Count one timed interval: kept (summed) below drop_cyc, else dropped as preempted. */
+static inline void account(struct core_result *r, uint64_t d, uint64_t drop_cyc)
+{
+	if (d < drop_cyc) {
+		r->acc += d;
+		r->kept++;
+	} else {
+		r->dropped++;
+	}
+}
+
+/* alloc_bulk + free_bulk of n, chunk iterations per timed interval */
+static struct core_result core_roundtrip(unsigned n, uint64_t nchunks, uint64_t chunk,
+					 uint64_t drop_cyc)
 {
 	struct rte_mbuf *m[MAX_BURST];
-	struct core_result r = {-1.0, iters, 0, NULL};
-	uint64_t t0 = tsc_begin();
+	struct core_result r = {0, 0, 0, NULL};
 
-	for (uint64_t i = 0; i < iters; i++) {
-		if (rte_pktmbuf_alloc_bulk(pool_a, m, n) != 0) {
-			r.err = "pool ran dry";
-			return r;
+	for (uint64_t c = 0; c < nchunks; c++) {
+		uint64_t t0 = tsc_begin();
+		for (uint64_t i = 0; i < chunk; i++) {
+			if (rte_pktmbuf_alloc_bulk(pool_a, m, n) != 0) {
+				r.err = "pool ran dry";
+				return r;
+			}
+			rte_pktmbuf_free_bulk(m, n);
 		}
-		rte_pktmbuf_free_bulk(m, n);
+		account(&r, tsc_end() - t0, drop_cyc);
 	}
-	r.cyc_per_unit = (double)(tsc_end() - t0) / ((double)iters * n);
 	return r;
 }
 
@@ -240,12 +256,11 @@ static int core_prepare(int layout, unsigned n, struct rte_mbuf **m, struct rte_
 	return -1;
 }
 
-/* free_bulk alone: each call timed, intervals over drop_cyc dropped */
+/* free_bulk alone: each call one interval (the preparation is not timed) */
 static struct core_result core_free_only(int layout, unsigned n, uint64_t iters, uint64_t drop_cyc)
 {
 	struct rte_mbuf *m[2 * MAX_BURST + 2], *tmp[2 * MAX_BURST + 2], *shared;
-	struct core_result r = {-1.0, 0, 0, NULL};
-	uint64_t acc = 0;
+	struct core_result r = {0, 0, 0, NULL};
 
 	for (uint64_t i = 0; i < iters; i++) {
 		if (core_prepare(layout, n, m, tmp, &shared) != 0) {
@@ -257,61 +272,55 @@ static struct core_result core_free_only(int layout, unsigned n, uint64_t iters,
 		uint64_t t1 = tsc_end();
 		if (shared != NULL)
 			rte_pktmbuf_free(shared);        /* the last reference, untimed */
-		uint64_t d = t1 - t0;
-		if (d < drop_cyc) {
-			acc += d;
-			r.kept++;
-		} else {
-			r.dropped++;
-		}
+		account(&r, t1 - t0, drop_cyc);
 	}
-	if (r.kept == 0) {
-		r.err = "every interval was dropped (preempted)";
-		return r;
-	}
-	r.cyc_per_unit = ((double)acc - (double)r.kept * (double)pair_ovh) / ((double)r.kept * n);
 	return r;
 }
 
 /* rte_pktmbuf_alloc x n, then rte_pktmbuf_free x n, one call per mbuf */
-static struct core_result core_single(unsigned n, uint64_t iters)
+static struct core_result core_single(unsigned n, uint64_t nchunks, uint64_t chunk,
+				      uint64_t drop_cyc)
 {
 	struct rte_mbuf *m[MAX_BURST];
-	struct core_result r = {-1.0, iters, 0, NULL};
-	uint64_t t0 = tsc_begin();
+	struct core_result r = {0, 0, 0, NULL};
 
-	for (uint64_t i = 0; i < iters; i++) {
-		for (unsigned j = 0; j < n; j++) {
-			m[j] = rte_pktmbuf_alloc(pool_a);
-			if (m[j] == NULL) {
-				if (j)
-					rte_pktmbuf_free_bulk(m, j);
-				r.err = "pool ran dry";
-				return r;
+	for (uint64_t c = 0; c < nchunks; c++) {
+		uint64_t t0 = tsc_begin();
+		for (uint64_t i = 0; i < chunk; i++) {
+			for (unsigned j = 0; j < n; j++) {
+				m[j] = rte_pktmbuf_alloc(pool_a);
+				if (m[j] == NULL) {
+					if (j)
+						rte_pktmbuf_free_bulk(m, j);
+					r.err = "pool ran dry";
+					return r;
+				}
 			}
+			for (unsigned j = 0; j < n; j++)
+				rte_pktmbuf_free(m[j]);
 		}
-		for (unsigned j = 0; j < n; j++)
-			rte_pktmbuf_free(m[j]);
+		account(&r, tsc_end() - t0, drop_cyc);
 	}
-	r.cyc_per_unit = (double)(tsc_end() - t0) / ((double)iters * n);
 	return r;
 }
 
 /* rte_mempool_get_bulk + rte_mempool_put_bulk on the raw pool */
-static struct core_result core_raw(unsigned n, uint64_t iters)
+static struct core_result core_raw(unsigned n, uint64_t nchunks, uint64_t chunk, uint64_t drop_cyc)
 {
 	void *o[MAX_BURST];
-	struct core_result r = {-1.0, iters, 0, NULL};
-	uint64_t t0 = tsc_begin();
+	struct core_result r = {0, 0, 0, NULL};
 
-	for (uint64_t i = 0; i < iters; i++) {
-		if (rte_mempool_get_bulk(pool_raw, o, n) != 0) {
-			r.err = "pool ran dry";
-			return r;
+	for (uint64_t c = 0; c < nchunks; c++) {
+		uint64_t t0 = tsc_begin();
+		for (uint64_t i = 0; i < chunk; i++) {
+			if (rte_mempool_get_bulk(pool_raw, o, n) != 0) {
+				r.err = "pool ran dry";
+				return r;
+			}
+			rte_mempool_put_bulk(pool_raw, o, n);
 		}
-		rte_mempool_put_bulk(pool_raw, o, n);
+		account(&r, tsc_end() - t0, drop_cyc);
 	}
-	r.cyc_per_unit = (double)(tsc_end() - t0) / ((double)iters * n);
 	return r;
 }
 
@@ -334,13 +343,13 @@ static void cmd_core(const char *line)
 {
 	char name[32];
 	unsigned burst, reps;
-	uint64_t iters, drop_cyc, kept = 0, dropped = 0;
+	uint64_t nchunks, chunk, drop_cyc, kept = 0, dropped = 0;
 	double v[MAX_REPS], sorted[MAX_REPS];
 	int k = -1;
 
-	if (sscanf(line, "core %31s %u %" SCNu64 " %" SCNu64 " %u", name, &burst, &iters,
-		   &drop_cyc, &reps) != 5) {
-		reply_error(line, "usage: core CASE BURST ITERS DROP_CYC REPS");
+	if (sscanf(line, "core %31s %u %" SCNu64 " %" SCNu64 " %" SCNu64 " %u", name, &burst,
+		   &nchunks, &chunk, &drop_cyc, &reps) != 6) {
+		reply_error(line, "usage: core CASE BURST NCHUNKS CHUNK DROP_CYC REPS");
 		return;
 	}
 	for (unsigned i = 0; i < RTE_DIM(core_cases); i++)
@@ -350,34 +359,39 @@ static void cmd_core(const char *line)
 		reply_error(line, "unknown case");
 		return;
 	}
-	if (burst < core_cases[k].min_burst || burst > MAX_BURST || iters < 1 || reps < 1 ||
-	    reps > MAX_REPS) {
-		reply_error(line, "burst, iterations or repetitions out of range");
+	if (burst < core_cases[k].min_burst || burst > MAX_BURST || nchunks < 1 || chunk < 1 ||
+	    (core_cases[k].layout >= 0 && chunk != 1) || reps < 1 || reps > MAX_REPS) {
+		reply_error(line, "burst, chunks or repetitions out of range");
 		return;
 	}
 	for (unsigned rep = 0; rep < reps; rep++) {
 		struct core_result r;
 
 		if (core_cases[k].layout >= 0)
-			r = core_free_only(core_cases[k].layout, burst, iters, drop_cyc);
+			r = core_free_only(core_cases[k].layout, burst, nchunks, drop_cyc);
 		else if (strcmp(name, "roundtrip") == 0)
-			r = core_roundtrip(burst, iters);
+			r = core_roundtrip(burst, nchunks, chunk, drop_cyc);
 		else if (strcmp(name, "single") == 0)
-			r = core_single(burst, iters);
+			r = core_single(burst, nchunks, chunk, drop_cyc);
 		else
-			r = core_raw(burst, iters);
+			r = core_raw(burst, nchunks, chunk, drop_cyc);
 		if (r.err) {
 			reply_error(line, r.err);
 			return;
 		}
-		v[rep] = sorted[rep] = r.cyc_per_unit;
+		if (r.kept == 0) {
+			reply_error(line, "every interval was dropped (preempted)");
+			return;
+		}
+		v[rep] = sorted[rep] = ((double)r.acc - (double)r.kept * (double)pair_ovh) /
+				       ((double)r.kept * (double)chunk * burst);
 		kept += r.kept;
 		dropped += r.dropped;
 	}
 	double med = median(sorted, reps);
-	printf("{\"type\": \"core\", \"case\": \"%s\", \"burst\": %u, \"iters\": %" PRIu64
-	       ", \"reps\": %u, \"median_cyc\": %.4f, \"median_ns\": %.4f", name, burst, iters, reps,
-	       med, med * 1e9 / (double)rte_get_tsc_hz());
+	printf("{\"type\": \"core\", \"case\": \"%s\", \"burst\": %u, \"nchunks\": %" PRIu64
+	       ", \"chunk\": %" PRIu64 ", \"reps\": %u, \"median_cyc\": %.4f, \"median_ns\": %.4f",
+	       name, burst, nchunks, chunk, reps, med, med * 1e9 / (double)rte_get_tsc_hz());
 	json_dbl_array("samples_cyc", v, reps);
 	printf(", \"kept\": %" PRIu64 ", \"dropped\": %" PRIu64 "}\n", kept, dropped);
 	fflush(stdout);

@@ -228,8 +228,10 @@ class DpdkRef:
         return self._expect(kind)
 
     # -- the cases -------------------------------------------------------------------------
-    def core(self, case: str, burst: int, iters: int, drop_cyc: int, reps: int = 1) -> dict:
-        r = self.command(f"core {case} {burst} {iters} {int(drop_cyc)} {reps}", "core")
+    def core(self, case: str, burst: int, nchunks: int, chunk: int, drop_cyc: int,
+             reps: int = 1) -> dict:
+        """``reps`` samples of ``nchunks`` timed intervals of ``chunk`` loop iterations each."""
+        r = self.command(f"core {case} {burst} {nchunks} {chunk} {int(drop_cyc)} {reps}", "core")
         if len(r.get("samples_cyc", ())) != reps:
             self._fail(f"gave {len(r.get('samples_cyc', ()))} samples for {reps}")
         return r
@@ -300,7 +302,7 @@ def start(lcores: int = 2, env=None) -> DpdkRef:
 
 def main(argv=None) -> int:
     import argparse
-    from .core import CASES, DROP_US, UNITS, BURSTS, loop_iters
+    from .core import BURSTS, CASES, DROP_US, LAYOUTS, UNITS, chunking, loop_iters
     ap = argparse.ArgumentParser(prog="python -m pktbuf.bench.dpdk_ref",
                                  description="DPDK's side of `pktbuf bench core`, alone: JSON lines.")
     ap.add_argument("--quick", action="store_true", help="1 repetition of 20000 units each")
@@ -308,7 +310,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     reps, units = (1, 20_000) if a.quick else (max(1, a.reps), UNITS)
     try:
-        ref = start()
+        ref = start(lcores=1)
     except DpdkMissing as e:
         print(e, file=sys.stderr)
         return 2
@@ -317,14 +319,21 @@ def main(argv=None) -> int:
         return 1
     with ref:
         print(json.dumps(ref.info))
-        drop = int(DROP_US * 1e-6 * ref.info["tsc_hz"])
+        hz = ref.info["tsc_hz"]
+        drop = int(DROP_US * 1e-6 * hz)
         done = set()
         for c in CASES:
             for n in BURSTS:
                 if c.dpdk is None or not c.fits(n) or (c.dpdk, n) in done:
                     continue
                 done.add((c.dpdk, n))
-                print(json.dumps(ref.core(c.dpdk, n, loop_iters(c.dpdk, n, units), drop, reps)),
+                iters = loop_iters(c.dpdk, n, units)
+                if c.dpdk in LAYOUTS:
+                    chunk, dcyc = 1, drop
+                else:       # calibrated as pktbuf calibrates its own loops, on DPDK's loop
+                    cal = ref.core(c.dpdk, n, 8, 1, 1 << 62, 5)
+                    chunk, dcyc = chunking(min(cal["samples_cyc"]) * n, hz)
+                print(json.dumps(ref.core(c.dpdk, n, max(1, iters // chunk), chunk, dcyc, reps)),
                       flush=True)
             ref.check()
     return 0

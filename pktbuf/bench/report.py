@@ -79,17 +79,17 @@ def open_dpdk(requested: bool, lcores: int = 2):
 
 
 def measure_case(bench, ref, case, burst: int, reps: int, units: int) -> dict:
-    """One row: pktbuf (and staged) and DPDK samples, alternating; warm-up sample discarded."""
-    from .core import loop_iters
-    iters = loop_iters(case.name, burst, bench.effective_units(units))
+    """One row: pktbuf (and staged) and DPDK samples, alternating; warm-up sample discarded.
+    Both sides get the same :class:`~.core.Timing` (iterations, chunking, drop threshold)."""
+    from .core import Sample
+    t = bench.timing(case.name, burst, units)
     ns_per_cyc = 1e9 / bench.hz
-    variants = [("pktbuf", lambda: bench.sample(case.name, burst, False, units))]
+    variants = [("pktbuf", lambda: bench.sample(case.name, burst, False, timing=t))]
     if case.staged:
-        variants.append(("pktbuf_staged", lambda: bench.sample(case.name, burst, True, units)))
+        variants.append(("pktbuf_staged", lambda: bench.sample(case.name, burst, True, timing=t)))
     if ref is not None and case.dpdk:
         def dpdk_sample():
-            r = ref.core(case.dpdk, burst, iters, int(bench.drop_cyc), 1)
-            from .core import Sample
+            r = ref.core(case.dpdk, burst, t.nchunks, t.chunk, t.drop_cyc, 1)
             return Sample(r["samples_cyc"][0] * ns_per_cyc, r["kept"], r["dropped"])
         variants.append(("dpdk", dpdk_sample))
     for _, f in variants:
@@ -99,7 +99,8 @@ def measure_case(bench, ref, case, burst: int, reps: int, units: int) -> dict:
         for k, f in (variants if rep % 2 == 0 else variants[::-1]):
             got[k].append(f())
     row = {"case": case.name, "label": case.label, "unit": case.unit, "burst": burst,
-           "iters": iters}
+           "chunk": t.chunk, "intervals": t.nchunks,
+           "drop_us": round(t.drop_cyc * ns_per_cyc / 1e3, 3)}
     for k in ("pktbuf", "pktbuf_staged", "dpdk"):
         s = got.get(k)
         row[k] = R.figure([x.ns for x in s], sum(x.kept for x in s),
@@ -177,8 +178,8 @@ def print_table(doc: dict, out=None) -> None:
             drops += f"/{dp.get('dropped', 0)}" if dp else "/-"
         p(line + f" {drops:>9}  {r['unit']}")
     if doc["rows"]:
-        p(f"(dropped: timed free_bulk calls longer than {m['drop_us']:g} us, left out as "
-          "preempted" + ("; pktbuf/DPDK" if has else "") + ")")
+        p(f"(dropped: timed intervals longer than {m['drop_us']:g} us -- or four chunks' time -- "
+          "left out as preempted" + ("; pktbuf/DPDK" if has else "") + ")")
     for e in doc["extras"]:
         tgt = f"  (target {e['target']})" if e.get("target") else ""
         p(f"{e['name']:<{w}} {'':>5} {e['value']:>8.2f}  {e['unit']}{tgt}")
@@ -191,7 +192,8 @@ def print_table(doc: dict, out=None) -> None:
 def main(argv=None) -> int:
     import argparse
     argv = sys.argv[1:] if argv is None else list(argv)
-    from .core import BURSTS, CASES, CASE, DATAROOM, DROP_US, CACHE, MAX_BURST, POOL_N, QUICK, UNITS
+    from .core import (BURSTS, CACHE, CASE, CASES, CHUNK_NS, DATAROOM, DROP_US, MAX_BURST, POOL_N,
+                       QUICK, UNITS)
     ap = argparse.ArgumentParser(
         prog="pktbuf bench core",
         description="Core mbuf/mempool cases, timed inside Numba: ns per unit; with --dpdk "
@@ -259,6 +261,7 @@ def main(argv=None) -> int:
     _progress("")
     method = {"pool_n": POOL_N, "cache": CACHE, "dataroom": DATAROOM, "reps": reps,
               "units": bench.effective_units(units), "warmup_samples": 1, "drop_us": DROP_US,
+              "chunk_ns": CHUNK_NS,
               "tsc_hz": round(bench.hz),
               "tsc_pair_cyc": {"pktbuf": bench.pair_cyc,
                                "dpdk": (dpdk.get("info") or {}).get("tsc_pair_cyc")},

@@ -79,7 +79,7 @@ class _FlakyRef:
     def label(self):
         return "fake DPDK"
 
-    def core(self, case, burst, iters, drop, reps=1):
+    def core(self, case, burst, nchunks, chunk, drop, reps=1):
         self.calls += 1
         if self.calls > self.good:
             raise DpdkFailed("DPDK reference exited (exit status -11)")
@@ -117,3 +117,26 @@ def test_the_cli_fails_when_every_interval_is_dropped(monkeypatch, capsys):
     assert C.main(["--cases", "flat", "--bursts", "32"]) == 1
     err = capsys.readouterr().err
     assert re.search(r"pktbuf bench core: flat burst 32: all \d+ timed intervals .* dropped", err), err
+
+
+def test_chunking_arithmetic():
+    hz = 2e9                                           # 4 us = 8000 cycles, 20 us = 40000
+    assert K.chunking(100.0, hz) == (80, 40000)        # 80 iterations of 100 cycles
+    assert K.chunking(5000.0, hz) == (1, 40000)
+    assert K.chunking(1e5, hz) == (1, 400000)          # a 50 us iteration: dropped past 4 of them
+    assert K.chunking(0.0, hz)[0] == 8000              # never divides by zero
+
+
+@pytest.mark.parametrize("case", ["roundtrip", "flat", "single", "raw"])
+def test_timing_is_the_same_work_as_asked(bench, case):
+    t = bench.timing(case, 32, 40_000)
+    iters = K.loop_iters(case, 32, bench.effective_units(40_000))
+    if case in K.LAYOUTS:
+        assert (t.chunk, t.nchunks, t.drop_cyc) == (1, iters, bench.drop_cyc)
+    else:
+        assert t.chunk >= 1 and t.nchunks == max(1, iters // t.chunk)
+        assert t.nchunks * t.chunk <= iters < (t.nchunks + 1) * t.chunk
+        assert t.drop_cyc >= bench.drop_cyc
+    assert bench.timing(case, 32, 40_000) == t         # calibrated once per case and burst
+    s = bench.sample(case, 32, timing=t)
+    assert s.kept + s.dropped == t.nchunks

@@ -80,13 +80,15 @@ def test_reference_runs_the_cases(ref_cache):
         assert info["tsc_hz"] > 0 and info["tsc_pair_cyc"] > 0
         assert "DPDK 22.11" in ref.label() and "pktbuf-ref-*" in ref.label()
         drop = 20e-6 * info["tsc_hz"]
-        for case, burst in (("roundtrip", 32), ("flat", 32), ("grouped", 2), ("alternating", 33),
-                            ("shared", 1), ("chain2", 256), ("single", 32), ("raw", 256)):
-            r = ref.core(case, burst, 40, drop, reps=3)
-            assert (r["case"], r["burst"], r["iters"], r["reps"]) == (case, burst, 40, 3)
+        for case, burst, chunk in (("roundtrip", 32, 3), ("flat", 32, 1), ("grouped", 2, 1),
+                                   ("alternating", 33, 1), ("shared", 1, 1), ("chain2", 256, 1),
+                                   ("single", 32, 2), ("raw", 256, 5)):
+            r = ref.core(case, burst, 40, chunk, drop, reps=3)
+            assert (r["case"], r["burst"], r["nchunks"], r["chunk"], r["reps"]) == \
+                (case, burst, 40, chunk, 3)
             assert len(r["samples_cyc"]) == 3
             assert r["median_cyc"] == pytest.approx(statistics.median(r["samples_cyc"]), abs=1e-3)
-            assert r["kept"] + r["dropped"] == (120 if case not in ("roundtrip", "single", "raw") else 3 * 40)
+            assert r["kept"] + r["dropped"] == 3 * 40          # every interval counted once
             ref.check()                                  # every mbuf back in its pool
         h1 = ref.heap1("malloc", 64, 10, 7)
         assert len(h1["samples_cyc"]) == 7 and h1["fails"] == 0
@@ -95,7 +97,7 @@ def test_reference_runs_the_cases(ref_cache):
         h2 = ref.heap2("malloc", 4096, 500, 2)
         assert len(h2["wall_ns"]) == 2 and len(h2["share"]) == 2 and min(h2["wall_ns"]) > 0
         with pytest.raises(D.DpdkFailed, match="refused"):
-            ref.core("nosuchcase", 32, 4, drop)
+            ref.core("nosuchcase", 32, 4, 1, drop)
     assert ref.proc.returncode is not None
     assert dpdk_runtime_entries() <= before           # no runtime directory left behind
     assert not D.runtime_dir(ref.prefix).exists()
@@ -105,7 +107,14 @@ def test_reference_reports_every_interval_dropped(ref_cache):
     _, exe = ref_cache
     with D.DpdkRef(exe, lcores=1) as ref:
         with pytest.raises(D.DpdkFailed, match="every interval was dropped"):
-            ref.core("flat", 32, 10, 0)
+            ref.core("flat", 32, 10, 1, 0)
+
+
+def test_reference_refuses_chunks_of_free_calls(ref_cache):
+    _, exe = ref_cache
+    with D.DpdkRef(exe, lcores=1) as ref:
+        with pytest.raises(D.DpdkFailed, match="out of range"):
+            ref.core("flat", 32, 10, 2, 1 << 40)         # a free_bulk call is one interval
 
 
 def _script(tmp_path, body: str):
