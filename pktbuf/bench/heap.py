@@ -34,7 +34,7 @@ from ..heap import Heap
 from ..heap.kernels import heap_free, heap_malloc
 from ..rawmem import memset
 from . import results as R
-from .outputs import add_output_args, check_output_args, write_outputs
+from .outputs import add_output_args, check_output_args, recorded, write_outputs
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
 SIZES = (64, 1024, 4096, 65536, 1 << 20)
@@ -353,6 +353,10 @@ def main(argv=None) -> int:
     if not sizes or min(sizes) < 1:
         ap.error("--sizes must be positive")
     check_output_args(ap, args)
+    doc = recorded(ap, args, "heap")
+    if doc is not None:
+        print_table(doc)
+        return write_outputs(doc, args)
 
     def progress(msg):
         print(msg, file=sys.stderr, flush=True)

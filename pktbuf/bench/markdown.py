@@ -101,7 +101,7 @@ def render_core(doc: dict) -> str:
     pc = m.get("tsc_pair_cyc") or {}
     out += ["", f"TSC {m['tsc_hz'] / 1e9:.3f} GHz; an empty fenced pair costs {pc.get('pktbuf')} "
             f"cycles in pktbuf's loops" + (f" and {pc['dpdk']} in DPDK's" if pc.get("dpdk") else "")
-            + " and is subtracted from every per-call interval.", ""]
+            + "; it is subtracted from every timed interval.", ""]
     out += _when(doc)
     return "\n".join(out) + "\n"
 

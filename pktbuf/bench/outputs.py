@@ -23,10 +23,30 @@ def add_output_args(ap, bench: str) -> None:
                         f"chart beside it ({markdown.CHARTS[bench]})")
 
 
+    g.add_argument("--from-json", metavar="FILE",
+                   help="measure nothing: print, plot and report the run recorded in FILE "
+                        "(written by --json)")
+
+
 def check_output_args(ap, args) -> None:
     """Refuse before measuring what could not be written afterwards."""
     if args.plot and not plot.available():
         ap.exit(2, f"{ap.prog}: --plot: {plot.MISSING}\n")
+
+
+def recorded(ap, args, bench: str) -> dict | None:
+    """The document named by ``--from-json`` (None without it); a bad file exits with 2."""
+    if not args.from_json:
+        return None
+    from .results import read_json
+    try:
+        doc = read_json(args.from_json)
+    except (OSError, ValueError) as e:
+        ap.exit(2, f"{ap.prog}: --from-json: {e}\n")
+    if doc["bench"] != bench:
+        ap.exit(2, f"{ap.prog}: --from-json: {args.from_json} records 'pktbuf bench "
+                   f"{doc['bench']}', not {bench}\n")
+    return doc
 
 
 def write_outputs(doc: dict, args, err=None) -> int:

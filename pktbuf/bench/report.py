@@ -18,7 +18,7 @@ import timeit
 import numpy as np
 
 from . import results as R
-from .outputs import add_output_args, check_output_args, write_outputs
+from .outputs import add_output_args, check_output_args, recorded, write_outputs
 
 _FIRST = ("import time; t=time.perf_counter(); import pktbuf; "
           "p=pktbuf.PktmbufPool(8192, 256); p.free_bulk(p.alloc_bulk(32)); "
@@ -226,6 +226,10 @@ def main(argv=None) -> int:
     if reps < 1 or units < 1:
         ap.error("--reps and --units must be positive")
     check_output_args(ap, a)
+    doc = recorded(ap, a, "core")
+    if doc is not None:
+        print_table(doc)
+        return write_outputs(doc, a)
 
     from .core import BenchError, CoreBench
     t0 = time.perf_counter()

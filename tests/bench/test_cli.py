@@ -150,3 +150,19 @@ def test_heap_with_dpdk(tmp_path, ref_cache):
         assert row["ratio"] == pytest.approx(row["pktbuf_outside"]["median"] / row["dpdk_malloc"]["median"])
     two = doc["rows"][1]["dpdk_malloc"]
     assert len(two["share"]) == doc["method"]["runs"] and 0 <= two["clean"] <= doc["method"]["runs"]
+
+
+def test_a_recorded_run_is_rendered_without_measuring(tmp_path):
+    page = tmp_path / "docs" / "performance.md"
+    canned = ROOT / "tests" / "bench" / "data"
+    r = run_cli("bench", "core", "--from-json", canned / "core.json", "--report", page)
+    assert r.returncode == 0, r.stderr
+    assert "compiling" not in r.stderr                  # nothing was measured
+    assert "DPDK column: DPDK 22.11.11" in r.stdout
+    r = run_cli("bench", "heap", "--from-json", canned / "heap.json", "--report", page)
+    assert r.returncode == 0, r.stderr
+    text = page.read_text()
+    assert "| **1.50** | **2.00** | **1.40** | **0.80** | **0.90** |" in text
+    assert "| 64 | 1 | 60.0 | 61.0 | 120.0 | 125.0 | 0.50 | — |" in text
+    r = run_cli("bench", "heap", "--from-json", canned / "core.json")
+    assert r.returncode == 2 and "records 'pktbuf bench core'" in r.stderr
