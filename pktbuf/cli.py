@@ -3,6 +3,13 @@
     pktbuf bench [core|memif|pagepool|heap|all] [options]   measure (default: core)
     pktbuf demo [options]                                   the memif forwarding demo
     pktbuf info                                             versions and cache location
+
+pktbuf bench core|heap options (``pktbuf bench core --help`` lists them all):
+    --dpdk              build and run the DPDK 22.11 reference in the same run, a DPDK column
+    --json FILE         every figure, the machine, the command and the commit, as JSON
+    --plot FILE.svg     a chart of pktbuf against DPDK (needs matplotlib: pktbuf[plot])
+    --report [PATH]     update PATH (default docs/performance.md) and its chart
+    --quick             fewer and shorter samples
 """
 from __future__ import annotations
 
@@ -18,11 +25,11 @@ _BENCHES = {
 
 
 def _bench(argv) -> int:
-    which = argv[0] if argv and not argv[0].startswith("-") else "core"
-    rest = argv[1:] if argv and not argv[0].startswith("-") else argv
-    if which in ("-h", "--help", "help"):
+    if argv and argv[0] in ("-h", "--help", "help"):
         print(__doc__)
         return 0
+    which = argv[0] if argv and not argv[0].startswith("-") else "core"
+    rest = argv[1:] if argv and not argv[0].startswith("-") else argv
     names = list(_BENCHES) if which == "all" else [which]
     rc = 0
     for name in names:

@@ -1,8 +1,9 @@
 """Mbuf benchmarks: bulk alloc/free, run-grouped vs staged free_bulk, single alloc/free.
 
 Every figure is ns per mbuf (per chain for ``chain2``), timed inside Numba by the loops of
-``pktbuf.bench.core`` (fenced TSC reads around exactly what is measured, as DPDK's reference
-benchmark does); asv's ``track_`` records the median of several runs.  Ratios compare the
+``pktbuf.bench.core`` (fenced TSC reads around exactly what is measured, as the DPDK reference
+program of ``pktbuf bench core --dpdk`` does); asv's ``track_`` records the median of several
+runs.  Figures against DPDK are in docs/performance.md, not here.  Ratios compare the
 run-grouped free with DPDK's staged one measured in the same process, moments apart.
 Compilation happens in ``setup`` (or comes from the cache), never inside a measurement.
 """
@@ -19,7 +20,7 @@ def _bench():
 
 
 class RoundTrip:
-    """pktmbuf_alloc_bulk + pktmbuf_free_bulk round trip (DPDK 22.11 here: 10.5 ns @32, 12.2 @256)."""
+    """pktmbuf_alloc_bulk + pktmbuf_free_bulk round trip."""
     params = (list(BURSTS), ["run-grouped", "staged"])
     param_names = ["burst", "free"]
     unit = "ns/mbuf"
@@ -35,8 +36,7 @@ class RoundTrip:
 
 
 class FreeBulk:
-    """pktmbuf_free_bulk alone, per input layout (DPDK 22.11 flat: 2.8 ns @32, 4.1 @256;
-    alternating pools 4.6; 2-segment chains 11.5 per chain)."""
+    """pktmbuf_free_bulk alone, per input layout (per chain for 2-segment chains)."""
     params = (list(BURSTS), list(LAYOUTS), ["run-grouped", "staged"])
     param_names = ["burst", "layout", "free"]
     timeout = 600

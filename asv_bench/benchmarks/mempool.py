@@ -1,4 +1,4 @@
-"""Raw mempool get_bulk + put_bulk through the lcore cache (DPDK 22.11 here: 0.46 ns/obj @32)."""
+"""Raw mempool get_bulk + put_bulk through the lcore cache (against DPDK: docs/performance.md)."""
 from pktbuf.bench.core import BURSTS
 
 from .mbuf import _bench

@@ -13,6 +13,10 @@ Every loop runs inside one nogil kernel call, never one Python call per pair.  F
 * zero-outside / zero-inside aggregate throughput ratio with two threads (the seed idea's claim),
   runs of the two variants interleaved;
 * 1 MiB pair / 1 MiB memset, one thread, alternating call by call (a free costs one memset).
+
+With ``--dpdk``, DPDK 22.11's ``rte_malloc`` / ``rte_zmalloc`` + ``rte_free`` run the same pairs
+in the DPDK reference program (:mod:`.dpdk_ref`), round by round alternating with pktbuf's
+two heaps: the same chunk sizes, pair counts, runs and clean-run rule on every side.
 """
 from __future__ import annotations
 
@@ -29,16 +33,14 @@ from ..atomics import compiler_barrier, fetch_add, load_acquire
 from ..heap import Heap
 from ..heap.kernels import heap_free, heap_malloc
 from ..rawmem import memset
+from . import results as R
+from .outputs import add_output_args, check_output_args, recorded, write_outputs
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
 SIZES = (64, 1024, 4096, 65536, 1 << 20)
 # PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): short runs
 QUICK = os.environ.get("PKTBUF_BENCH_QUICK", "") not in ("", "0")
 HEAP_BYTES = 64 << 20
-
-# reference figures quoted by the issue (DPDK 22.11 rte_malloc on this machine kind)
-DPDK_REF = {"64B pair 1T": "68-103 ns", "64B pair 2T per thread": "315-350 ns",
-            "1MiB pair 1T": "11.2 us", "glibc malloc+free": "9 ns"}
 
 
 @kernel
@@ -114,8 +116,9 @@ def run_pairs(heap: Heap, size: int, n: int, threads: int) -> tuple[float, float
 
     The share is the smallest, over the threads, of a thread's CPU time / its own elapsed time:
     below ~0.9 that thread was descheduled for part of its run (another process had its CPU),
-    and the run says little about how the heap scales -- the DPDK reference tool calls such runs
-    unclean, and so do we.  (A thread that simply finishes first is not penalised.)
+    and the run says little about how the heap scales: it is not *clean*, and the two-thread
+    figures leave it out (the DPDK reference program's two lcores are judged by the same rule).
+    (A thread that simply finishes first is not penalised.)
     """
     gate = np.array([0, threads], np.int64)
     res = [0] * threads
@@ -167,23 +170,87 @@ def _chunk(size: int) -> int:
 
 
 def measure_pair(heap: Heap, size: int, threads: int, repeat: int = 5) -> dict:
-    """ns per pair per thread and aggregate Mpairs/s.
+    """ns per pair per thread and aggregate Mpairs/s of one heap (see :func:`measure_variants`)."""
+    f = measure_variants({"heap": pktbuf_variant(heap)}, size, threads, repeat)["heap"]
+    return {"ns_per_pair": f["median"], "mpairs_s": f["mpairs_s"], "clean": f.get("clean"),
+            "runs": f["chunks"] if threads == 1 else repeat}
 
-    One thread: median over TSC-timed chunks of a few microseconds (a preempted chunk is an
-    outlier).  Two threads: wall time of runs started together, median over the clean runs of
-    ``repeat`` (every thread had its CPU); ``clean`` says how many were.
-    """
-    n = pairs_for(size)
-    if threads == 1:
-        per = _chunk(size)
-        cyc = np.zeros(max(20, repeat * n // per), np.uint64)
+
+class Variant:
+    """One allocator under test.  ``chunks(size, per, k)``: one thread, ``k`` TSC-timed chunks
+    of ``per`` pairs -> cycles per pair of each chunk; ``run(size, n)``: two threads, ``n``
+    pairs each, started together -> (wall seconds, smaller CPU share)."""
+
+    def __init__(self, chunks, run):
+        self.chunks, self.run = chunks, run
+
+
+def pktbuf_variant(heap: Heap) -> Variant:
+    def chunks(size, per, k):
+        cyc = np.zeros(k, np.uint64)
         if pair_chunks(heap.state, size, per, cyc):
             raise RuntimeError("mallocs failed")
-        ns = float(np.median(cyc)) * 1e9 / tsc_hz() / per
-        return {"ns_per_pair": ns, "mpairs_s": 1e3 / ns, "clean": None, "runs": cyc.size}
-    wall, clean = _median_clean([run_pairs(heap, size, n, threads) for _ in range(repeat)])
-    return {"ns_per_pair": wall / n * 1e9, "mpairs_s": threads * n / wall / 1e6,
-            "clean": clean, "runs": repeat}
+        return cyc.astype(np.float64) / per
+
+    return Variant(chunks, lambda size, n: run_pairs(heap, size, n, 2))
+
+
+def dpdk_variant(ref, kind: str) -> Variant:
+    """``rte_malloc`` (kind "malloc") or ``rte_zmalloc`` ("zmalloc") + ``rte_free``."""
+    def chunks(size, per, k):
+        return np.asarray(ref.heap1(kind, size, per, k)["samples_cyc"], np.float64)
+
+    def run(size, n):
+        r = ref.heap2(kind, size, n, 1)
+        return r["wall_ns"][0] / 1e9, r["share"][0]
+
+    return Variant(chunks, run)
+
+
+def measure_variants(variants: dict, size: int, threads: int, repeat: int = 5) -> dict:
+    """Every variant measured in ``repeat`` rounds, alternating (the order reversed every other
+    round), after one discarded warm-up round: {name: figure}.
+
+    One thread: ``max(20, repeat * pairs_for(size) // chunk)`` chunks in all, spread over the
+    rounds; the figure is the median over all chunks (a preempted chunk is an outlier), its
+    samples the per-round medians.  Two threads: one run per round; the figure is the median
+    over the clean runs (every thread had its CPU >= ``CLEAN_SHARE`` of its time), or over all
+    runs when fewer than 3 were clean.
+    """
+    n = pairs_for(size)
+    ns_per_cyc = 1e9 / tsc_hz()
+    names = list(variants)
+    got = {k: [] for k in names}
+    if threads == 1:
+        per = _chunk(size)
+        k = -(-max(20, repeat * n // per) // repeat)
+        for r in range(repeat + 1):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                c = variants[name].chunks(size, per, k)
+                if r:                          # round 0 warms up
+                    got[name].append(c)
+        out = {}
+        for name, rounds in got.items():
+            ns = float(np.median(np.concatenate(rounds))) * ns_per_cyc
+            out[name] = R.figure([float(np.median(c)) * ns_per_cyc for c in rounds],
+                                 chunks=k * repeat, per_chunk=per, mpairs_s=1e3 / ns)
+            out[name]["median"] = ns
+        return out
+    if threads != 2:
+        raise ValueError("threads must be 1 or 2")
+    for r in range(repeat + 1):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            w = variants[name].run(size, n)
+            if r:
+                got[name].append(w)
+    out = {}
+    for name, runs in got.items():
+        wall, clean = _median_clean(runs)
+        out[name] = R.figure([w / n * 1e9 for w, _ in runs], clean=clean, runs=repeat,
+                             pairs=n, mpairs_s=2 * n / wall / 1e6,
+                             share=[round(s, 3) for _, s in runs])
+        out[name]["median"] = wall / n * 1e9
+    return out
 
 
 def measure_zero_ratio(size: int, threads: int = 2, repeat: int = 5,
@@ -223,7 +290,48 @@ def measure_vs_memset(size: int = 1 << 20, repeat: int = 5, heap: Heap | None = 
     return {"pair_ns": p, "memset_ns": m, "ratio": p / m}
 
 
+VARIANTS = ("pktbuf_outside", "pktbuf_inside", "dpdk_malloc", "dpdk_zmalloc")
+
+
+def print_table(doc: dict, out=None) -> None:
+    p = lambda s="": print(s, file=out or sys.stdout)   # noqa: E731
+    from .report import dpdk_line
+    m = doc["method"]
+    has = doc["dpdk"]["status"] == "ok"
+    p(f"\nheap malloc+free pairs.  1 thread: median of TSC-timed chunks.  2 threads: median of the"
+      f" clean runs of {m['runs']}\n(every thread had its CPU >= {m['clean_share']:.0%} of the time;"
+      f" '*' = fewer than 3 clean, median of all runs)")
+    p(dpdk_line(doc["dpdk"]))
+    if has:
+        p("(rte_malloc runs on ordinary memory here (--no-huge); production runs on hugepages)")
+    p(f"{'size':>9} {'thr':>3} {'zero':>8} {'ns/pair/thr':>12} {'Mpairs/s':>9} {'clean':>6}"
+      + (f" {'rte_malloc':>10} {'rte_zmalloc':>11} {'pktbuf/rte_malloc':>17}" if has else ""))
+    for r in doc["rows"]:
+        dm, dz = r.get("dpdk_malloc"), r.get("dpdk_zmalloc")
+        for z in ("outside", "inside"):
+            f = r[f"pktbuf_{z}"]
+            if r["threads"] == 1:       # one thread: TSC-timed chunks
+                clean = f"{'tsc':>6}"
+            else:
+                clean = f"{f['clean']:>5}{'' if f['clean'] >= 3 else '*':1}"
+            line = (f"{r['size']:>9} {r['threads']:>3} {z:>8} {f['median']:>12.1f} "
+                    f"{f['mpairs_s']:>9.3f} {clean}")
+            if has:
+                ratio = R.ratio(f, dm)
+                line += (f" {_num(dm, 10)} {_num(dz, 11)} "
+                         + (f"{ratio:>17.2f}" if ratio is not None else f"{'-':>17}"))
+            p(line)
+    for e in doc["extras"]:
+        tgt = f"  (target {e['target']})" if e.get("target") else ""
+        p(f"{e['name']:<52} {e['value']:>6.2f} {e['unit']}{tgt}")
+
+
+def _num(fig, w):
+    return f"{fig['median']:>{w}.1f}" if fig else f"{'-':>{w}}"
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(prog="pktbuf bench heap", description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
                     help="comma-separated block sizes in bytes (default: %(default)s)")
@@ -232,6 +340,10 @@ def main(argv=None) -> int:
     ap.add_argument("--pause", type=float, default=0.0,
                     help="seconds between the two-thread outside/inside rounds: with a large "
                          "--repeat, samples a busy machine over a long window for clean runs")
+    ap.add_argument("--dpdk", action="store_true",
+                    help="also measure DPDK 22.11's rte_malloc/rte_zmalloc + rte_free, "
+                         "alternating with pktbuf (needs gcc and pkg-config libdpdk)")
+    add_output_args(ap, "heap")
     args = ap.parse_args(argv)
     repeat = 3 if (args.quick or QUICK) else max(1, args.repeat)
     try:
@@ -240,44 +352,72 @@ def main(argv=None) -> int:
         ap.error("--sizes must be integers")
     if not sizes or min(sizes) < 1:
         ap.error("--sizes must be positive")
+    check_output_args(ap, args)
+    doc = recorded(ap, args, "heap")
+    if doc is not None:
+        print_table(doc)
+        return write_outputs(doc, args)
 
     def progress(msg):
         print(msg, file=sys.stderr, flush=True)
 
+    from .dpdk_ref import DpdkFailed
+    from .report import open_dpdk
+    t0 = time.perf_counter()
     progress("compiling / warming ...")
     heaps = {z: new_heap(z) for z in (False, True)}
+    machine = R.machine_info(tsc_hz())
+    ref, dpdk = open_dpdk(args.dpdk, lcores=2)
     rows = []
-    for size in sizes:
-        for threads in (1, 2):
-            for z in (False, True):
-                progress(f"  size {size:>8} B, {threads} thread(s), zero {'inside' if z else 'outside'} the lock")
-                r = measure_pair(heaps[z], size, threads, repeat)
-                rows.append((size, threads, "inside" if z else "outside", r["ns_per_pair"],
-                             r["mpairs_s"], r["clean"]))
+    try:
+        for size in sizes:
+            for threads in (1, 2):
+                progress(f"  size {size:>8} B, {threads} thread(s)")
+                variants = {"pktbuf_outside": pktbuf_variant(heaps[False]),
+                            "pktbuf_inside": pktbuf_variant(heaps[True])}
+                if ref is not None:
+                    variants["dpdk_malloc"] = dpdk_variant(ref, "malloc")
+                    variants["dpdk_zmalloc"] = dpdk_variant(ref, "zmalloc")
+                try:
+                    figs = measure_variants(variants, size, threads, repeat)
+                except DpdkFailed as e:
+                    dpdk.update(status="failed", message=str(e))
+                    ref = None
+                    figs = measure_variants({k: variants[k] for k in list(variants)[:2]},
+                                            size, threads, repeat)
+                row = {"size": size, "threads": threads, "pairs": pairs_for(size)}
+                row.update({k: figs.get(k) for k in VARIANTS})
+                row["ratio"] = R.ratio(row["pktbuf_outside"], row["dpdk_malloc"])
+                row["ratio_inside"] = R.ratio(row["pktbuf_inside"], row["dpdk_malloc"])
+                rows.append(row)
+    finally:
+        if ref is not None:
+            ref.close()
+    if dpdk["status"] != "ok":
+        for r in rows:
+            r["dpdk_malloc"] = r["dpdk_zmalloc"] = r["ratio"] = r["ratio_inside"] = None
     progress("  outside/inside ratios (2 threads, interleaved) ...")
-    ratios = {s: measure_zero_ratio(s, 2, repeat, heaps, max(0.0, args.pause)) for s in sizes}
+    extras = []
+    for s in sizes:
+        z = measure_zero_ratio(s, 2, repeat, heaps, max(0.0, args.pause))
+        extras.append({"name": f"zero outside / inside the lock, 2 threads, {s} B",
+                       "value": z["ratio"], "unit": f"x aggregate pairs/s (clean {z['clean']}/{z['runs']})",
+                       "target": ">= 1.4 at 64 KiB - 1 MiB"})
     progress("  1 MiB pair vs 1 MiB memset ...")
     vm = measure_vs_memset(1 << 20, 2 * repeat + 1, heaps[False])
-
-    print(f"\nheap malloc+free pairs.  1 thread: median of TSC-timed chunks.  2 threads: median of the"
-          f" clean runs of {repeat}\n(every thread had its CPU >= {CLEAN_SHARE:.0%} of the time;"
-          f" '*' = fewer than 3 clean, median of all runs)")
-    print(f"{'size':>9} {'thr':>3} {'zero':>8} {'ns/pair/thr':>12} {'Mpairs/s':>9} {'clean':>6}")
-    for size, thr, z, ns, mp, clean in rows:
-        if clean is None:       # one thread: TSC-timed chunks
-            print(f"{size:>9} {thr:>3} {z:>8} {ns:>12.1f} {mp:>9.3f} {'tsc':>6}")
-        else:
-            star = "" if clean >= 3 else "*"
-            print(f"{size:>9} {thr:>3} {z:>8} {ns:>12.1f} {mp:>9.3f} {clean:>5}{star:1}")
-    print("\nzero outside / inside the lock, aggregate throughput with 2 threads (target >= 1.4 at 64 KiB-1 MiB)")
-    for s, r in ratios.items():
-        star = "" if r["clean"] >= 3 else "*"
-        print(f"{s:>9}  {r['ratio']:.2f}x  ({r['outside_mpairs_s']:.3f} vs {r['inside_mpairs_s']:.3f} Mpairs/s,"
-              f" clean {r['clean']}/{r['runs']}{star})")
-    print(f"\n1 MiB pair {vm['pair_ns'] / 1e3:.2f} us vs 1 MiB memset {vm['memset_ns'] / 1e3:.2f} us:"
-          f" {vm['ratio']:.2f}x (target <= 1.2)")
-    print("reference (issue, DPDK 22.11 rte_malloc): " + "; ".join(f"{k} {v}" for k, v in DPDK_REF.items()))
-    return 0
+    extras.append({"name": "1 MiB pair / 1 MiB memset, 1 thread", "value": vm["ratio"],
+                   "unit": f"x ({vm['pair_ns'] / 1e3:.2f} vs {vm['memset_ns'] / 1e3:.2f} us)",
+                   "target": "<= 1.2"})
+    for h in heaps.values():
+        h.close()
+    method = {"runs": repeat, "clean_share": CLEAN_SHARE, "heap_bytes": HEAP_BYTES,
+              "chunk_us": 3.0, "pair_budget_s": 0.002 if QUICK else 0.01, "warmup_rounds": 1,
+              "tsc_hz": round(tsc_hz()), "interleaved": True,
+              "seconds": round(time.perf_counter() - t0, 1)}
+    doc = R.document("heap", argv, machine, method, dpdk, rows, extras)
+    print_table(doc)
+    rc = write_outputs(doc, args)
+    return rc or (1 if dpdk["status"] == "failed" else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

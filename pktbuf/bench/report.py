@@ -1,8 +1,14 @@
-"""``pktbuf bench core``: the core figures as a table, with progress while it runs."""
+"""``pktbuf bench core``: pktbuf's core cases beside DPDK's, as a table, JSON, a chart, a report.
+
+With ``--dpdk`` the DPDK reference program (:mod:`.dpdk_ref`) runs in the same sitting, and
+for every case and burst the samples alternate: pktbuf run-grouped, pktbuf staged, DPDK, then
+the other way round, so that whatever else the machine does hits all of them.  Each side does
+the same work per sample (the same iterations), times it the same way and is reduced by the same
+code; the figure is the median of ``--reps`` samples after one discarded warm-up sample each.
+"""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -11,26 +17,20 @@ import timeit
 
 import numpy as np
 
-# DPDK 22.11's own C code on this machine kind (pool 8192, cache 256, data room 2176, no
-# hugepages), as given in the core-engine issue; `--dpdk` measures them again live.
-DPDK_REF = {("roundtrip", 32): 10.5, ("roundtrip", 256): 12.2, ("flat", 32): 2.8,
-            ("flat", 256): 4.1, ("alternating", 32): 4.6, ("chain2", 32): 11.5,
-            ("raw", 32): 0.46}
-
-CASES = [("roundtrip", "alloc_bulk + free_bulk round trip", "ns/mbuf"),
-         ("flat", "free_bulk alone, flat (1 pool)", "ns/mbuf"),
-         ("grouped", "free_bulk, 2 pools grouped", "ns/mbuf"),
-         ("alternating", "free_bulk, 2 pools alternating", "ns/mbuf"),
-         ("shared", "free_bulk, 1 shared mbuf per burst", "ns/mbuf"),
-         ("chain2", "free_bulk, 2-segment chains", "ns/chain")]
+from . import results as R
+from .outputs import add_output_args, check_output_args, recorded, write_outputs
 
 _FIRST = ("import time; t=time.perf_counter(); import pktbuf; "
           "p=pktbuf.PktmbufPool(8192, 256); p.free_bulk(p.alloc_bulk(32)); "
           "print(time.perf_counter()-t)")
+EXTRAS = ("facade", "first_burst")
 
 
 def _progress(msg):
-    sys.stderr.write(f"\r\033[K{msg}")
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r\033[K{msg}")
+    elif msg:
+        sys.stderr.write(msg + "\n")
     sys.stderr.flush()
 
 
@@ -64,97 +64,216 @@ def facade_pair_us(n: int = 20000) -> float:
     return runs[2]
 
 
-def dpdk_live(tool: str) -> dict:
-    """Run DPDK's reference benchmark and parse its medians: {(case, burst): ns}."""
-    names = {"1 alloc_bulk+free_bulk": "roundtrip", "2 free_bulk only": "flat",
-             "3 free_bulk mixed": "alternating", "3b free_bulk 2 pools": "grouped",
-             "4 free_bulk 1 mbuf": "shared", "5 free_bulk 2-seg": "chain2",
-             "6 pktmbuf_alloc+free": "single",
-             "7 mempool get_bulk": "raw"}
-    out = subprocess.run([tool, "mbuf"], capture_output=True, text=True, timeout=1800)
-    ref = {}
-    for line in out.stdout.splitlines():
-        m = re.match(r"^(.*?)\s+b=(\d+)\s+([\d.]+)\s+([\d.]+)", line)
-        if not m:
-            continue
-        for prefix, case in names.items():
-            if m.group(1).startswith(prefix):
-                ref[(case, int(m.group(2)))] = float(m.group(4))
-    return ref
+def open_dpdk(requested: bool, lcores: int = 2):
+    """(reference or None, the document's "dpdk" entry)."""
+    from . import dpdk_ref
+    if not requested:
+        return None, R.dpdk_off()
+    try:
+        ref = dpdk_ref.start(lcores)
+    except dpdk_ref.DpdkMissing as e:
+        return None, R.dpdk_missing(str(e))
+    except dpdk_ref.DpdkFailed as e:
+        return None, R.dpdk_failed(str(e))
+    return ref, R.dpdk_ok(ref)
+
+
+def measure_case(bench, ref, case, burst: int, reps: int, units: int) -> dict:
+    """One row: pktbuf (and staged) and DPDK samples, alternating; warm-up sample discarded.
+    Both sides get the same :class:`~.core.Timing` (iterations, chunking, drop threshold)."""
+    from .core import Sample
+    t = bench.timing(case.name, burst, units)
+    ns_per_cyc = 1e9 / bench.hz
+    variants = [("pktbuf", lambda: bench.sample(case.name, burst, False, timing=t))]
+    if case.staged:
+        variants.append(("pktbuf_staged", lambda: bench.sample(case.name, burst, True, timing=t)))
+    if ref is not None and case.dpdk:
+        def dpdk_sample():
+            r = ref.core(case.dpdk, burst, t.nchunks, t.chunk, t.drop_cyc, 1)
+            return Sample(r["samples_cyc"][0] * ns_per_cyc, r["kept"], r["dropped"])
+        variants.append(("dpdk", dpdk_sample))
+    for _, f in variants:
+        f()                                   # warm-up, on both sides alike
+    got = {k: [] for k, _ in variants}
+    for rep in range(reps):
+        for k, f in (variants if rep % 2 == 0 else variants[::-1]):
+            got[k].append(f())
+    row = {"case": case.name, "label": case.label, "unit": case.unit, "burst": burst,
+           "chunk": t.chunk, "intervals": t.nchunks,
+           "drop_us": round(t.drop_cyc * ns_per_cyc / 1e3, 3)}
+    for k in ("pktbuf", "pktbuf_staged", "dpdk"):
+        s = got.get(k)
+        row[k] = R.figure([x.ns for x in s], sum(x.kept for x in s),
+                          sum(x.dropped for x in s)) if s else None
+    row["staged_over_run"] = R.ratio(row["pktbuf_staged"], row["pktbuf"])
+    row["ratio"] = R.ratio(row["pktbuf"], row["dpdk"])
+    return row
+
+
+def measure(bench, ref, dpdk: dict, cases, bursts, reps, units, progress=_progress) -> list:
+    """Every row; a reference that fails part-way is closed, ``dpdk`` marked failed and every
+    DPDK figure removed (a half-filled column would compare different sittings)."""
+    from .dpdk_ref import DpdkFailed
+    rows = []
+    for case in cases:
+        for n in bursts:
+            if not case.fits(n):
+                continue
+            progress(f"{case.label.strip()}, burst {n} ...")
+            try:
+                rows.append(measure_case(bench, ref, case, n, reps, units))
+            except DpdkFailed as e:
+                dpdk.update(status="failed", message=str(e))
+                ref = None
+                rows.append(measure_case(bench, None, case, n, reps, units))
+        bench.audit()
+        if ref is not None:
+            try:
+                ref.check()
+            except DpdkFailed as e:
+                dpdk.update(status="failed", message=str(e))
+                ref = None
+    if dpdk["status"] != "ok":
+        for r in rows:
+            r["dpdk"] = r["ratio"] = None
+    return rows
+
+
+def dpdk_line(dpdk: dict) -> str:
+    st = dpdk["status"]
+    if st == "ok":
+        return f"DPDK column: {dpdk['label']}"
+    if st == "failed":
+        return f"DPDK reference FAILED, no DPDK column: {dpdk['message']}"
+    if st == "missing":
+        return f"No DPDK column: {dpdk['message']}"
+    return "No DPDK column (pass --dpdk to measure DPDK 22.11 in the same run)"
+
+
+def _num(v, w, fmt=".2f"):
+    return f"{v:>{w}{fmt}}" if v is not None else f"{'-':>{w}}"
+
+
+def print_table(doc: dict, out=None) -> None:
+    out = out or sys.stdout
+    m, dpdk = doc["method"], doc["dpdk"]
+    has = dpdk["status"] == "ok"
+    p = lambda s="": print(s, file=out)   # noqa: E731
+    p(f"pktbuf core: pools of {m['pool_n']} mbufs, cache {m['cache']}, data room {m['dataroom']}; "
+      f"median of {m['reps']} samples of ~{m['units']} units each"
+      + (", alternating with DPDK's" if has else ""))
+    p(dpdk_line(dpdk))
+    w = 38
+    head = f"{'case':<{w}} {'burst':>5} {'pktbuf':>8} {'staged':>8} {'stg/run':>7}"
+    if has:
+        head += f" {'DPDK':>8} {'pktbuf/DPDK':>11}"
+    p(head + f" {'dropped':>9}  unit")
+    for r in doc["rows"]:
+        pk, st, dp = r["pktbuf"], r["pktbuf_staged"], r["dpdk"]
+        line = (f"{r['label']:<{w}} {r['burst']:>5} {_num(pk['median'], 8)} "
+                f"{_num(st and st['median'], 8)} {_num(r['staged_over_run'], 7)}")
+        drops = f"{pk.get('dropped', 0)}"
+        if has:
+            line += f" {_num(dp and dp['median'], 8)} {_num(r['ratio'], 11)}"
+            drops += f"/{dp.get('dropped', 0)}" if dp else "/-"
+        p(line + f" {drops:>9}  {r['unit']}")
+    if doc["rows"]:
+        p(f"(dropped: timed intervals longer than {m['drop_us']:g} us -- or four chunks' time -- "
+          "left out as preempted" + ("; pktbuf/DPDK" if has else "") + ")")
+    for e in doc["extras"]:
+        tgt = f"  (target {e['target']})" if e.get("target") else ""
+        p(f"{e['name']:<{w}} {'':>5} {e['value']:>8.2f}  {e['unit']}{tgt}")
+    if has and doc["targets"]:
+        p("pktbuf / DPDK, the tracked ratios:")
+        for t in doc["targets"]:
+            p(f"  {t['title']:<46} {_num(t['ratio'], 6)}")
 
 
 def main(argv=None) -> int:
     import argparse
-    ap = argparse.ArgumentParser(prog="pktbuf bench core",
-                                 description="Core mbuf/mempool figures, in-JIT, ns per unit.")
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions and bursts")
-    ap.add_argument("--bursts", type=int, nargs="*", default=None)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    from .core import (BURSTS, CACHE, CASE, CASES, CHUNK_NS, DATAROOM, DROP_US, MAX_BURST, POOL_N,
+                       QUICK, UNITS)
+    ap = argparse.ArgumentParser(
+        prog="pktbuf bench core",
+        description="Core mbuf/mempool cases, timed inside Numba: ns per unit; with --dpdk "
+                    "beside DPDK 22.11's own calls measured in the same run.")
+    ap.add_argument("--quick", action="store_true", help="3 samples of 100000 units, bursts 32 and 256")
+    ap.add_argument("--bursts", type=int, nargs="+", default=None, metavar="N",
+                    help=f"burst sizes (default: {' '.join(map(str, BURSTS))})")
+    ap.add_argument("--cases", default=None,
+                    help="comma-separated subset of: " + ", ".join([c.name for c in CASES] + list(EXTRAS)))
+    ap.add_argument("--reps", type=int, default=None, help="samples per figure (default 7; --quick 3)")
+    ap.add_argument("--units", type=int, default=None,
+                    help=f"units of work per sample (default {UNITS}; --quick 100000)")
     ap.add_argument("--cold", action="store_true", help="also time a cold-cache first burst")
-    ap.add_argument("--dpdk", metavar="TOOL", default=None,
-                    help="run DPDK's reference (shared/tools/dpdk-reference/run) for live comparison lines")
+    ap.add_argument("--dpdk", action="store_true",
+                    help="build and run the DPDK 22.11 reference (needs gcc and pkg-config libdpdk)")
+    add_output_args(ap, "core")
     a = ap.parse_args(argv)
-    from .core import CoreBench
-    bursts = a.bursts or ([32, 256] if a.quick else [1, 32, 64, 128, 256])
-    reps = 3 if a.quick else 7
-    units = 100_000 if a.quick else 400_000
+    names = [c.name for c in CASES] + list(EXTRAS)
+    chosen = a.cases.split(",") if a.cases else names
+    bad = [c for c in chosen if c not in names]
+    if bad:
+        ap.error(f"unknown case(s) {', '.join(bad)}; choose from {', '.join(names)}")
+    bursts = a.bursts or ([32, 256] if a.quick else list(BURSTS))
+    if min(bursts) < 1 or max(bursts) > MAX_BURST:
+        ap.error(f"bursts must be 1..{MAX_BURST}")
+    reps = a.reps or (3 if a.quick else 7)
+    if QUICK:
+        reps = 1
+    units = a.units or (100_000 if a.quick else UNITS)
+    if reps < 1 or units < 1:
+        ap.error("--reps and --units must be positive")
+    check_output_args(ap, a)
+    doc = recorded(ap, a, "core")
+    if doc is not None:
+        print_table(doc)
+        return write_outputs(doc, a)
+
+    from .core import BenchError, CoreBench
     t0 = time.perf_counter()
     _progress("compiling / loading the benchmark loops ...")
-    b = CoreBench()
-    ref = dict(DPDK_REF)
-    ref_src = "issue figures"
-    if a.dpdk:
-        _progress("running DPDK's reference benchmark (a few minutes) ...")
-        live = dpdk_live(a.dpdk)
-        if live:
-            ref, ref_src = live, "measured now"
-    rows = []
-    for case, label, unit in CASES:
-        for n in bursts:
-            if n < 2 and case in ("grouped", "alternating"):
-                continue
-            _progress(f"{label}, burst {n} ...")
-            run, staged = [], []
-            for _ in range(reps):
-                run.append(b.run(case, n, False, units))
-                staged.append(b.run(case, n, True, units))
-            run.sort()
-            staged.sort()
-            r, s = run[len(run) // 2], staged[len(staged) // 2]
-            rows.append((label, n, r, s, s / r, ref.get((case, n)), unit))
-    extra = []
-    for n in bursts:
-        _progress(f"single alloc/free and raw mempool, burst {n} ...")
-        extra.append(("pktmbuf_alloc + free, one at a time", n, b.median("single", n, reps=reps,
-                                                                        units=units),
-                      ref.get(("single", n)), "ns/mbuf"))
-        extra.append(("mempool get_bulk + put_bulk (raw)", n, b.median("raw", n, reps=reps,
-                                                                     units=units),
-                      ref.get(("raw", n)), "ns/obj"))
-    b.close()
-    _progress("facade overhead ...")
-    fac = facade_pair_us(5000 if a.quick else 20000)
-    _progress("import + first burst in a fresh interpreter ...")
-    warm = sorted(first_burst_seconds() for _ in range(3))[1]
-    cold = first_burst_seconds(cold=True) if a.cold else None
+    bench = CoreBench()
+    machine = R.machine_info(bench.hz)
+    ref, dpdk = open_dpdk(a.dpdk, lcores=1)
+    try:
+        rows = measure(bench, ref, dpdk, [CASE[c] for c in names if c in chosen and c in CASE],
+                       bursts, reps, units)
+    except BenchError as e:
+        _progress("")
+        print(f"pktbuf bench core: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if ref is not None:
+            ref.close()
+        bench.close()
+    extras = []
+    if "facade" in chosen:
+        _progress("facade overhead ...")
+        extras.append({"name": "facade alloc_bulk(32) + free_bulk", "unit": "us/pair",
+                       "value": facade_pair_us(5000 if (a.quick or QUICK) else 20000),
+                       "target": "<= 3"})
+    if "first_burst" in chosen:
+        _progress("import + first burst in a fresh interpreter ...")
+        extras.append({"name": "import + first burst, warm cache", "unit": "s",
+                       "value": R.median([first_burst_seconds() for _ in range(3)]),
+                       "target": "<= 1.5"})
+        if a.cold:
+            extras.append({"name": "import + first burst, cold cache", "unit": "s",
+                           "value": first_burst_seconds(cold=True), "target": None})
     _progress("")
-    sys.stderr.write("\r\033[K")
-
-    w = 40
-    print(f"pktbuf core: pools of 8192 mbufs, cache 256, data room 2176; median of {reps}; "
-          f"DPDK 22.11 column: {ref_src}")
-    print(f"{'case':<{w}} {'burst':>5} {'run-grouped':>11} {'staged':>8} {'staged/run':>10} "
-          f"{'DPDK':>7}  unit")
-    for label, n, r, s, ratio, d, unit in rows:
-        ds = f"{d:7.2f}" if d else "      -"
-        print(f"{label:<{w}} {n:>5} {r:>11.2f} {s:>8.2f} {ratio:>10.2f} {ds}  {unit}")
-    for label, n, v, d, unit in extra:
-        ds = f"{d:7.2f}" if d else "      -"
-        print(f"{label:<{w}} {n:>5} {v:>11.2f} {'':>8} {'':>10} {ds}  {unit}")
-    print(f"{'facade alloc_bulk(32) + free_bulk':<{w}} {'':>5} {fac:>11.2f}"
-          f"{'':>30}  us/pair (target <= 3)")
-    print(f"{'import + first burst, warm cache':<{w}} {'':>5} {warm:>11.2f}"
-          f"{'':>30}  s (target <= 1.5)")
-    if cold is not None:
-        print(f"{'import + first burst, cold cache':<{w}} {'':>5} {cold:>11.2f}{'':>30}  s")
-    print(f"({time.perf_counter() - t0:.0f} s)")
-    return 0
+    method = {"pool_n": POOL_N, "cache": CACHE, "dataroom": DATAROOM, "reps": reps,
+              "units": bench.effective_units(units), "warmup_samples": 1, "drop_us": DROP_US,
+              "chunk_ns": CHUNK_NS,
+              "tsc_hz": round(bench.hz),
+              "tsc_pair_cyc": {"pktbuf": bench.pair_cyc,
+                               "dpdk": (dpdk.get("info") or {}).get("tsc_pair_cyc")},
+              "interleaved": dpdk["status"] == "ok",
+              "seconds": round(time.perf_counter() - t0, 1)}
+    doc = R.document("core", argv, machine, method, dpdk, rows, extras,
+                     R.core_targets(rows) if dpdk["status"] == "ok" else [])
+    print_table(doc)
+    print(f"({method['seconds']:.0f} s)")
+    rc = write_outputs(doc, a)
+    return rc or (1 if dpdk["status"] == "failed" else 0)

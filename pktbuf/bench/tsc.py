@@ -2,10 +2,15 @@
 
 ``tsc_hz()`` calibrates the counter against ``time.perf_counter`` once per process.  On x86-64
 the TSC ticks at a constant rate whatever the core clock does, so cycles convert to wall time.
+``pair_overhead_cycles()`` is what an empty fenced pair costs; loops that time short regions one
+by one subtract it from every interval they keep.  The DPDK reference program
+(``dpdk_ref.c``) reads the counter with the same instructions and reduces the same way.
 """
 from __future__ import annotations
 
 import time
+
+import numpy as np
 
 from llvmlite import ir
 from numba import njit, types
@@ -50,6 +55,28 @@ def tsc_end(typingctx):
 @njit(cache=True)
 def _read_pair():
     return tsc_begin(), tsc_end()
+
+
+@njit(cache=True)
+def _empty_pairs(out):
+    for i in range(out.size):
+        t0 = tsc_begin()
+        t1 = tsc_end()
+        out[i] = t1 - t0
+
+
+def pair_overhead_cycles(n: int = 10001) -> int:
+    """Mean cycles of an empty ``tsc_begin`` / ``tsc_end`` pair.
+
+    ``n`` empty intervals; those longer than 4x their median (an interrupt hit them) are left
+    out and the rest averaged -- the mean rather than the median because the counter may
+    advance in steps of many cycles, and a sum of many intervals carries the mean.
+    """
+    d = np.empty(max(int(n), 1), np.uint64)
+    _empty_pairs(d)
+    lim = 4 * int(np.sort(d)[d.size // 2])
+    kept = d[d <= lim]
+    return int((int(kept.sum()) + kept.size // 2) // kept.size)
 
 
 _HZ = None
