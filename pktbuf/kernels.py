@@ -15,11 +15,15 @@
                 ...                                   # fill, send, ...
                 pktmbuf_free_bulk(dom, lcore, burst, 32)
 
-Conventions: ``dom`` is the domain's :class:`~pktbuf.mempool.layout.DomainState`; ``pid`` a
-pool id (``pool.id``); ``lcore`` the caller's lcore id (0..127, unique per thread, or
-``LCORE_ANY`` = -1 for no cache); mbufs are ``int32`` handles, ``NULL`` = -1; arrays of handles
-are C-contiguous ``int32``.  Calls return counts or 0, or a negative errno on failure (see
+Conventions: ``dom`` is the domain's handle (``pool.domain.state``, a
+:class:`~pktbuf.block.Block` passed to compiled code as one pointer); ``pid`` a pool id
+(``pool.id``); ``lcore`` the caller's lcore id (0..127, unique per thread, or ``LCORE_ANY`` =
+-1 for no cache); mbufs are ``int32`` handles, ``NULL`` = -1; arrays of handles are
+C-contiguous ``int32``.  Calls return counts or 0, or a negative errno on failure (see
 :mod:`pktbuf.errors`).  Addresses are plain integers: view memory with :func:`addr_u8`.
+Kernels check what they need to stay memory-safe on valid handles (array bounds, counts,
+lengths against buffers); they do not check that a handle is a live, allocated mbuf -- the
+facade does that (and the debug switch makes the free kernels check it too).
 """
 from .atomics import (cas, compiler_barrier, cpu_pause, exchange, fence, fence_acquire,  # noqa: F401
                       fence_release, fetch_add, fetch_and, fetch_or, fetch_sub, field_cas,
@@ -43,7 +47,7 @@ from .mbuf.raw import (mbuf_raw_alloc, mbuf_raw_alloc_bulk, mbuf_raw_free,  # no
 from .mempool.kernels import (mempool_avail_count, mempool_cache_flush, mempool_get,  # noqa: F401
                               mempool_get_bulk, mempool_in_use_count, mempool_put,
                               mempool_put_bulk)
-from .mempool.layout import LCORE_ANY, MAX_LCORE  # noqa: F401
+from .lcore import LCORE_ANY, MAX_LCORE  # noqa: F401
 from .memif.datapath import link_up as memif_link_up  # noqa: F401
 from .memif.datapath import rx_burst as memif_rx_burst  # noqa: F401
 from .memif.datapath import tx_burst as memif_tx_burst  # noqa: F401
@@ -60,7 +64,8 @@ from .pagepool.kernels import (page_pool_alloc_pages, page_pool_destroy,  # noqa
                                page_pool_put_page_bulk, page_pool_recycle_direct,
                                page_pool_ref_page, page_pool_release, page_pool_release_page)
 from .spinlock import spin_is_locked, spin_lock, spin_trylock, spin_unlock  # noqa: F401
-from .rawmem import addr_u8, load_u8, memcpy, memmove, memset, stack_i32, store_u8  # noqa: F401
+from .rawmem import (addr_u8, copy_in_bounds, fill_in_bounds, load_u8, memcpy,  # noqa: F401
+                     memmove, memset, stack_i32, store_u8)
 from .ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
                            ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,
                            ring_mc_dequeue_bulk, ring_mc_dequeue_burst, ring_mp_enqueue_bulk,

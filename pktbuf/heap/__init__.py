@@ -33,7 +33,7 @@ class Heap:
 
     ``zero_in_lock=True`` clears freed blocks inside the heap lock, as DPDK does, instead of
     before taking it (for comparisons).  ``region`` lets the heap manage an existing
-    :class:`~pktbuf.rawmem.Region` (its whole size); then ``dirty`` defaults to True -- its
+    :class:`~pktbuf.shm.Region` (its whole size); then ``dirty`` defaults to True -- its
     contents are unknown, so zmalloc clears what it hands out until it has been freed once.
     A fresh region is zero-filled by the kernel and starts clean.  Thread safe.
     """

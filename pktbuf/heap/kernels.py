@@ -39,8 +39,8 @@ bytes outside the range are zero.  The rules:
 * ``zmalloc`` zeroes the dirty range of the block it gets (nothing at all for clean memory).
 
 DPDK keeps one ``dirty`` flag per element and ORs it on merge, so one dirty neighbour makes
-the whole merged element dirty and later zmallocs of it memset everything; the range is the
-finer version the brief asked for.  Header bytes need no erasing on merge here (no in-band
+the whole merged element dirty and later zmallocs of it memset everything; a range keeps the
+clean parts known to be clean, so a zmalloc clears only what was written.  Header bytes need no erasing on merge here (no in-band
 headers).
 
 Kernels return an address (> 0) or 0 / a count on success and a negative code otherwise:

@@ -1,6 +1,6 @@
 """Memory layout of an rte_malloc-style heap: the element table and the control words.
 
-The heap manages one contiguous memory region (a memfd :class:`~pktbuf.rawmem.Region`) cut into
+The heap manages one contiguous memory region (a memfd :class:`~pktbuf.shm.Region`) cut into
 *grains* of 64 bytes (a cache line; every block starts on one, as DPDK aligns every element to
 ``RTE_CACHE_LINE_SIZE``).  An *element* is a run of grains: free, or a block handed out.
 

@@ -15,9 +15,12 @@ maximal run of consecutive freeable single-segment mbufs of one pool to that poo
 
 and the first chained packet sends the rest of the array through the staged path, where
 segments of every chain are freed one by one as DPDK does.  Both free exactly the same mbufs.
-On arrays without NULL or still-referenced entries they also make the same sequence of bulk
-puts, so every cache and ring ends in the same state, object for object; otherwise the
-run-grouped version makes more, smaller puts.
+On arrays of direct single-segment mbufs that are each freed by this call (no NULL, no
+still-referenced or indirect entry, no chain) they also make the same sequence of bulk puts,
+so every cache and ring ends in the same state, object for object.  Otherwise the run-grouped
+version may make more, smaller puts (a run also ends at an indirect mbuf, and a chain hands
+over to the staged walk), so caches and rings may hold the same objects in a different order
+or place.
 
 Every free kernel takes the ``lcore`` whose caches it may use (``LCORE_ANY`` = none) and
 returns 0, or -- when the domain's debug switch is on and a check fails -- a negative code with

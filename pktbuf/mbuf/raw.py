@@ -114,8 +114,9 @@ def pktmbuf_raw_reset(dom, h, headroom):
 
 @kernel
 def pktmbuf_copy_header(dom, dst, src):
-    """Copy the per-packet metadata (port, VLANs, offloads, hash, type, timesync, dynamic
-    fields) of ``src`` to ``dst`` -- what attach and copy share (``__rte_pktmbuf_copy_hdr``)."""
+    """Copy the per-packet metadata (port, VLANs, Tx offload lengths, hash, packet type,
+    dynamic fields) of ``src`` to ``dst`` -- what attach and copy share, as DPDK's
+    ``__rte_pktmbuf_copy_hdr`` (which leaves ``timesync`` and ``ol_flags`` alone)."""
     d = dom.mb[dst]
     s = dom.mb[src]
     d.port = s.port
@@ -125,7 +126,6 @@ def pktmbuf_copy_header(dom, dst, src):
     d.hash = s.hash
     d.hash_hi = s.hash_hi
     d.packet_type = s.packet_type
-    d.timesync = s.timesync
     for i in range(9):
         d.dynfield1[i] = s.dynfield1[i]
 

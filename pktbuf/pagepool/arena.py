@@ -1,6 +1,6 @@
 """The page allocator under the page pool: an arena of equal pages with a single and a bulk call.
 
-An arena is ``n_pages`` pages of ``PAGE_SIZE << 0`` bytes in one memfd :class:`~pktbuf.rawmem.Region`
+An arena is ``n_pages`` pages of ``PAGE_SIZE << 0`` bytes in one memfd :class:`~pktbuf.shm.Region`
 (order-0 pages only: there is no buddy merging, so no high-order allocations).  A page is an
 ``int32`` id; its bytes are at ``base + (id << page_shift)`` and its *iova* (what a device or a
 memif peer would use) is ``id << page_shift``, the offset inside the region.
