@@ -22,7 +22,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _run(code, tmp_path, **env):
     e = dict(os.environ, PYTHONPATH=ROOT, NUMBA_CACHE_DIR=str(tmp_path / "cache"), **env)
-    e.pop("PKTBUF_CHECKED", None) if "PKTBUF_CHECKED" not in env else None
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e,
                           capture_output=True, text=True, timeout=600)
 
