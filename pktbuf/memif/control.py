@@ -2,7 +2,7 @@
 
 The handshake classes are pure state machines over parsed messages (:mod:`.proto`): feed each
 received message to ``on_message`` and send what it returns.  They check that every message
-is acceptable *in the current state* and raise :class:`~pktbuf.memif.proto.ProtocolError`
+is acceptable *in the current state* and raise :class:`~pktbuf.errors.ProtocolError`
 with the DISCONNECT reason otherwise.  The interface (:mod:`.interface`) supplies the parts that
 touch memory (creating the client's regions and rings, mapping the server's view of them).
 
@@ -25,7 +25,7 @@ import threading
 import time
 
 from . import proto as P
-from .proto import ProtocolError
+from ..errors import ProtocolError
 
 _ANC = socket.CMSG_SPACE(8 * 4) + socket.CMSG_SPACE(12)  # room for a few fds + ucred
 _RECV = 2 * P.MSG_SIZE

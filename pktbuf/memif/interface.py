@@ -38,7 +38,7 @@ import threading
 import numpy as np
 
 from .._jit import kernel
-from ..errors import InvalidArgument, PktbufError, check_count, check_handles
+from ..errors import InvalidArgument, MemifDisconnected, check_count, check_handles
 from ..lcore import facade_lcore
 from ..mempool.layout import LCORE_ANY, MAX_LCORE, DomainState
 from ..rawmem import Region
@@ -68,10 +68,6 @@ CLOSED = "closed"
 _F_GET_SEALS = getattr(fcntl, "F_GET_SEALS", 1034)
 _F_ADD_SEALS = getattr(fcntl, "F_ADD_SEALS", 1033)
 _F_SEAL_SHRINK = getattr(fcntl, "F_SEAL_SHRINK", 0x0002)
-
-
-class MemifDisconnected(PktbufError):
-    """The interface is not connected (``wait_connected`` timed out, or the link went down)."""
 
 
 def size_relation(bsize: int, mbuf_cap: int) -> int:
