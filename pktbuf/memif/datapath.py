@@ -40,7 +40,7 @@ sent packet -- so forcing it gives the A/B baseline of the 2022 fast-path idea (
 bulk alloc, bulk free) in one switch.  A server cannot know the buffer sizes its client uses (they
 are not negotiated), so it checks each descriptor against the size it assumed -- in the gather
 pass, where the check is needed anyway -- and a burst with a larger descriptor falls back to
-the general loop (counted in ``st[S_FALLBACK]``).  ``Q_PATH = P_GENERAL`` forces the general
+the general loop (counted in ``st[QS_FALLBACK]``).  ``Q_PATH = P_GENERAL`` forces the general
 loop (tests, benchmarks).
 
 Zero-copy (client only, as in DPDK): the client's mempool regions are shared with the peer as
@@ -68,8 +68,8 @@ from .layout import (D32_BASE, DESC_FLAG_NEXT, DESC_SIZE, H16_FLAGS, H16_HEAD, H
 from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC, K_SERVER_RX,
                     K_SERVER_TX, P_EQ, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
                     Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_PATH, Q_POOL, Q_PORT, Q_RING,
-                    Q_ZC_REGION, S_BURSTS, S_BYTES, S_DROPS, S_FALLBACK, S_HEAD, S_LAST,
-                    S_NOMBUF, S_PACKETS, S_KICKS, S_UP, queue_enter, queue_fail, queue_leave)
+                    Q_ZC_REGION, QS_BURSTS, QS_BYTES, QS_DROPS, QS_FALLBACK, QS_HEAD, QS_LAST,
+                    QS_NOMBUF, QS_PACKETS, QS_KICKS, QS_UP, queue_enter, queue_fail, queue_leave)
 from .validate import (V_CHAIN, V_DESC_LENGTH, V_RING_INDEX, desc_address, ring_distance)
 
 __all__ = ["rx_burst", "tx_burst", "rx_refill", "zc_reclaim", "zc_release_all", "link_up"]
@@ -110,7 +110,7 @@ def _kick(q, r16):
     """Signal the peer's eventfd if it asked for interrupts (its MASK_INT is clear)."""
     if q.cfg[Q_EVENTFD] >= 0 and (load_relaxed(r16, H16_FLAGS) & RING_FLAG_MASK_INT) == 0:
         eventfd_signal(q.cfg[Q_EVENTFD])
-        q.st[S_KICKS] += 1
+        q.st[QS_KICKS] += 1
 
 
 @kernel
@@ -126,8 +126,8 @@ def rx_refill(q):
     mask = q.cfg[Q_MASK]
     bsize = q.cfg[Q_BSIZE]
     off0 = q.cfg[Q_BUF_BASE] - np.int64(q.regions[0, 0])
-    head = q.st[S_HEAD]
-    target = (q.st[S_LAST] + n) & 0xFFFF
+    head = q.st[QS_HEAD]
+    target = (q.st[QS_LAST] + n) & 0xFFFF
     cnt = ring_distance(target, head)
     for x in range(cnt):
         s = (head + x) & mask
@@ -137,7 +137,7 @@ def rx_refill(q):
         r32[w + 2] = off0 + s * bsize
     if cnt > 0:
         store_release(r16, H16_HEAD, target)
-        q.st[S_HEAD] = target
+        q.st[QS_HEAD] = target
 
 
 @kernel
@@ -147,13 +147,13 @@ def _rx_zc_refill(dom, q, lcore):
     r32 = r16.view(np.uint32)
     n = q.cfg[Q_N]
     mask = q.cfg[Q_MASK]
-    head = q.st[S_HEAD]
-    target = (q.st[S_LAST] + n) & 0xFFFF
+    head = q.st[QS_HEAD]
+    target = (q.st[QS_LAST] + n) & 0xFFFF
     cnt = ring_distance(target, head)
     if cnt == 0:
         return 0
     if pktmbuf_alloc_bulk(dom, q.cfg[Q_POOL], lcore, q.scr_mb, cnt) < 0:
-        q.st[S_NOMBUF] += 1
+        q.st[QS_NOMBUF] += 1
         return 0
     region = q.cfg[Q_ZC_REGION]
     cap = q.cfg[Q_MBUF_CAP]
@@ -168,7 +168,7 @@ def _rx_zc_refill(dom, q, lcore):
         r32[w + 1] = cap
         r32[w + 2] = np.int64(m.buf_iova) + np.int64(m.data_off)
     store_release(r16, H16_HEAD, target)
-    q.st[S_HEAD] = target
+    q.st[QS_HEAD] = target
     return cnt
 
 
@@ -179,10 +179,10 @@ def _rx_window(q, r16, client):
     Client: the server's ``tail`` may be at most our refilled ``head`` ahead of our cursor;
     server: the client's ``head`` at most one ring ahead.  The caller fails the queue when
     ``avail > limit``."""
-    last = q.st[S_LAST]
+    last = q.st[QS_LAST]
     if client:
         peer = np.int64(load_acquire(r16, H16_TAIL))
-        limit = ring_distance(q.st[S_HEAD], last)
+        limit = ring_distance(q.st[QS_HEAD], last)
     else:
         peer = np.int64(load_acquire(r16, H16_HEAD))
         limit = q.cfg[Q_N]
@@ -202,17 +202,17 @@ def _tx_publish(q, r16, head_side, cur, j, p, n, nbytes):
     """Account a Tx burst of ``p`` packets in ``j`` slots and publish them (one release store
     of our index, then the eventfd if the receiver asked for it).  Returns the new cursor."""
     st = q.st
-    st[S_BURSTS] += 1
+    st[QS_BURSTS] += 1
     if p < n:
-        st[S_DROPS] += n - p
+        st[QS_DROPS] += n - p
     if p == 0:
         return cur
     cur = (cur + j) & 0xFFFF
-    st[S_LAST] = cur
+    st[QS_LAST] = cur
     store_release(r16, H16_HEAD if head_side else H16_TAIL, cur)
     _kick(q, r16)
-    st[S_PACKETS] += p
-    st[S_BYTES] += nbytes
+    st[QS_PACKETS] += p
+    st[QS_BYTES] += nbytes
     return cur
 
 
@@ -296,7 +296,7 @@ def _make_rx(loop, name):
             npk += 1
             nseg += segs
             i = j
-        st[S_BURSTS] += 1
+        st[QS_BURSTS] += 1
         if npk == 0:
             if client:
                 rx_refill(q)
@@ -304,7 +304,7 @@ def _make_rx(loop, name):
         # ---- fast loops: one bulk allocation for the whole burst
         pid = cfg[Q_POOL]
         if LOOP != L_GENERAL and pktmbuf_alloc_bulk(dom, pid, lcore, q.scr_mb, nseg) < 0:
-            st[S_NOMBUF] += 1
+            st[QS_NOMBUF] += 1
             if client:
                 rx_refill(q)
             return 0
@@ -359,7 +359,7 @@ def _make_rx(loop, name):
                 # DPDK 22.11's loop shape: one mbuf at a time, as the bytes need them
                 h = pktmbuf_alloc(dom, pid, lcore)
                 if h < 0:
-                    st[S_NOMBUF] += 1
+                    st[QS_NOMBUF] += 1
                     npk = p
                     break
                 seg = h
@@ -399,7 +399,7 @@ def _make_rx(loop, name):
                 if nomem:       # give back this packet's mbufs; it stays in the ring
                     mb[h].nb_segs = nb
                     pktmbuf_free(dom, lcore, h)
-                    st[S_NOMBUF] += 1
+                    st[QS_NOMBUF] += 1
                     npk = p
                     break
                 mb[prev].data_len = used
@@ -420,13 +420,13 @@ def _make_rx(loop, name):
                 if r16[fi] != 0:
                     r16[fi] = 0
         last = (last + i) & 0xFFFF
-        st[S_LAST] = last
+        st[QS_LAST] = last
         if client:
             rx_refill(q)
         else:
             store_release(r16, H16_TAIL, last)
-        st[S_PACKETS] += npk
-        st[S_BYTES] += nbytes
+        st[QS_PACKETS] += npk
+        st[QS_BYTES] += nbytes
         return npk
 
     rx.__name__ = rx.__qualname__ = f"memif_rx_copy_{name}"
@@ -477,7 +477,7 @@ def _make_tx(loop, name):
         nring = cfg[Q_N]
         mask = cfg[Q_MASK]
         client = cfg[Q_KIND] == K_CLIENT_TX
-        cur = st[S_LAST]
+        cur = st[QS_LAST]
         if client:
             peer = np.int64(load_acquire(r16, H16_TAIL))
             used = ring_distance(cur, peer)
@@ -633,8 +633,8 @@ def zc_reclaim(dom, q, lcore):
     """
     r16 = _ring16(q)
     mask = q.cfg[Q_MASK]
-    cur = q.st[S_LAST]
-    rc = q.st[S_HEAD]
+    cur = q.st[QS_LAST]
+    rc = q.st[QS_HEAD]
     tail = np.int64(load_acquire(r16, H16_TAIL))
     cnt = ring_distance(tail, rc)
     if cnt > ring_distance(cur, rc):
@@ -647,7 +647,7 @@ def zc_reclaim(dom, q, lcore):
             q.scr_mb[k] = h
             k += 1
             q.slots[s] = -1
-    q.st[S_HEAD] = tail
+    q.st[QS_HEAD] = tail
     if k > 0:
         pktmbuf_free_bulk(dom, lcore, q.scr_mb, k)
     return k
@@ -661,11 +661,11 @@ def _tx_zc(dom, q, lcore, mbufs, n):
     r32 = r16.view(np.uint32)
     nring = cfg[Q_N]
     mask = cfg[Q_MASK]
-    cur = st[S_LAST]
+    cur = st[QS_LAST]
     zc_reclaim(dom, q, lcore)
-    if st[S_UP] == 0:        # reclaim found a bad tail
+    if st[QS_UP] == 0:        # reclaim found a bad tail
         return 0
-    free = nring - ring_distance(cur, st[S_HEAD])
+    free = nring - ring_distance(cur, st[QS_HEAD])
     mb = dom.mb
     preg = q.pool_region
     j = 0
@@ -742,7 +742,7 @@ def _rx_zc(dom, q, lcore, out, n):
         scr_e[npk] = j
         npk += 1
         i = j
-    st[S_BURSTS] += 1
+    st[QS_BURSTS] += 1
     mb = dom.mb
     port = cfg[Q_PORT]
     d = 0
@@ -767,10 +767,10 @@ def _rx_zc(dom, q, lcore, out, n):
         _finish_packet(mb, h, plen, nb, port)
         out[p] = h
         nbytes += plen
-    st[S_LAST] = (last + i) & 0xFFFF
+    st[QS_LAST] = (last + i) & 0xFFFF
     _rx_zc_refill(dom, q, lcore)
-    st[S_PACKETS] += npk
-    st[S_BYTES] += nbytes
+    st[QS_PACKETS] += npk
+    st[QS_BYTES] += nbytes
     return npk
 
 
@@ -790,7 +790,7 @@ def zc_release_all(dom, q):
 @kernel
 def link_up(q):
     """True while the queue's link is up (bursts move packets)."""
-    return load_acquire(q.st, S_UP) != 0
+    return load_acquire(q.st, QS_UP) != 0
 
 
 @kernel
@@ -799,7 +799,7 @@ def rx_burst(dom, q, lcore, out, n):
 
     The packets are mbufs of the queue's Rx pool (chained when a packet spans several
     buffers); they are the caller's to free.  0 when the link is down, nothing arrived, the
-    pool is empty (``st[S_NOMBUF]`` counts those bursts; the packets stay in the ring) or the
+    pool is empty (``st[QS_NOMBUF]`` counts those bursts; the packets stay in the ring) or the
     peer broke the protocol (the queue then goes down).
     """
     if n > out.size:
@@ -813,7 +813,7 @@ def rx_burst(dom, q, lcore, out, n):
         if path == P_EQ or path == P_LT:
             r = rx_copy_one(dom, q, lcore, out, n)
             if r == FALLBACK:
-                q.st[S_FALLBACK] += 1
+                q.st[QS_FALLBACK] += 1
                 r = rx_copy_general(dom, q, lcore, out, n)
         elif path == P_GT:
             r = rx_copy_split(dom, q, lcore, out, n)
@@ -844,12 +844,12 @@ def tx_burst(dom, q, lcore, mbufs, n):
         if path == P_EQ or path == P_GT:
             r = tx_copy_one(dom, q, lcore, mbufs, n)
             if r == FALLBACK:
-                q.st[S_FALLBACK] += 1
+                q.st[QS_FALLBACK] += 1
                 r = tx_copy_general(dom, q, lcore, mbufs, n)
         elif path == P_LT:
             r = tx_copy_split(dom, q, lcore, mbufs, n)
             if r == FALLBACK:
-                q.st[S_FALLBACK] += 1
+                q.st[QS_FALLBACK] += 1
                 r = tx_copy_general(dom, q, lcore, mbufs, n)
         else:
             r = tx_copy_general(dom, q, lcore, mbufs, n)

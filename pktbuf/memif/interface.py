@@ -50,10 +50,10 @@ from .peermem import PeerRegion
 from .proto import ProtocolError
 from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC,
                     K_NONE, K_SERVER_RX, K_SERVER_TX, MemifQueue, P_EQ, P_GENERAL, P_GT, P_LT,
-                    PATH_NAMES, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD, Q_HEADROOM, Q_KIND, Q_LOG2,
-                    Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS, Q_PATH, Q_POOL, Q_PORT, Q_QID, Q_RING,
-                    Q_ZC_REGION, S_BYTES, S_DROPS, S_ERR, S_ERR_VAL, S_FALLBACK,
-                    S_HEAD, S_KICKS, S_LAST, S_NOMBUF, S_PACKETS, queue_alloc, queue_down,
+                    PATH_NAMES, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD, Q_KIND,
+                    Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS, Q_PATH, Q_POOL, Q_PORT, Q_RING,
+                    Q_ZC_REGION, QS_BYTES, QS_DROPS, QS_ERR, QS_ERR_VAL, QS_FALLBACK,
+                    QS_HEAD, QS_KICKS, QS_LAST, QS_NOMBUF, QS_PACKETS, queue_alloc, queue_down,
                     queue_up)
 from .validate import reason as v_reason
 
@@ -279,11 +279,11 @@ class Memif:
         """Counters summed over the queues (they survive reconnects)."""
         def tot(qs, w):
             return int(sum(int(q.st[w]) for q in qs))
-        return {"rx_packets": tot(self.rxq, S_PACKETS), "rx_bytes": tot(self.rxq, S_BYTES),
-                "rx_nombuf": tot(self.rxq, S_NOMBUF), "tx_packets": tot(self.txq, S_PACKETS),
-                "tx_bytes": tot(self.txq, S_BYTES), "tx_ring_full": tot(self.txq, S_DROPS),
-                "kicks": tot(self.txq, S_KICKS),
-                "fallbacks": tot(self.rxq, S_FALLBACK) + tot(self.txq, S_FALLBACK),
+        return {"rx_packets": tot(self.rxq, QS_PACKETS), "rx_bytes": tot(self.rxq, QS_BYTES),
+                "rx_nombuf": tot(self.rxq, QS_NOMBUF), "tx_packets": tot(self.txq, QS_PACKETS),
+                "tx_bytes": tot(self.txq, QS_BYTES), "tx_ring_full": tot(self.txq, QS_DROPS),
+                "kicks": tot(self.txq, QS_KICKS),
+                "fallbacks": tot(self.rxq, QS_FALLBACK) + tot(self.txq, QS_FALLBACK),
                 "connects": self._connects}
 
     @property
@@ -304,8 +304,8 @@ class Memif:
 
     def _datapath_fault(self) -> str | None:
         for q in self.rxq + self.txq:
-            if q.st[S_ERR]:
-                return f"{v_reason(q.st[S_ERR])} ({int(q.st[S_ERR_VAL])})"
+            if q.st[QS_ERR]:
+                return f"{v_reason(q.st[QS_ERR])} ({int(q.st[QS_ERR_VAL])})"
         return None
 
     def _client_plan(self, hello: P.Hello) -> list:
@@ -459,26 +459,23 @@ class Memif:
         c[Q_KIND] = kind
         c[Q_PATH] = self.path
         c[Q_RING] = ring_addr
-        c[Q_LOG2] = log2
         c[Q_N] = 1 << log2
         c[Q_MASK] = (1 << log2) - 1
         c[Q_BSIZE] = self.bsize
         c[Q_BUF_BASE] = buf_base
         c[Q_POOL] = self.pool.id
         c[Q_MBUF_CAP] = self.mbuf_cap
-        c[Q_HEADROOM] = self.pool.headroom
         c[Q_EVENTFD] = efd
         c[Q_NREGIONS] = len(table)
         c[Q_PORT] = self.port
-        c[Q_QID] = qid
         q.regions[:] = 0
         for i, (a, s) in enumerate(table):
             q.regions[i, 0] = a
             q.regions[i, 1] = s
-        q.st[S_LAST] = 0
-        q.st[S_HEAD] = 0
-        q.st[S_ERR] = 0
-        q.st[S_ERR_VAL] = 0
+        q.st[QS_LAST] = 0
+        q.st[QS_HEAD] = 0
+        q.st[QS_ERR] = 0
+        q.st[QS_ERR_VAL] = 0
 
     def _link_up(self) -> None:
         for q in self.rxq + self.txq:

@@ -26,7 +26,7 @@ from ..atomics import load_acquire, load_relaxed
 from ..idle import idle_backoff, usleep
 from ._sys import eventfd_drain, fd_wait
 from .layout import H16_FLAGS, RING_FLAG_MASK_INT, RING_HDR_SIZE
-from .queue import Q_EVENTFD, Q_RING, S_UP, queue_enter, queue_leave
+from .queue import Q_EVENTFD, Q_RING, QS_UP, queue_enter, queue_leave
 from ..rawmem import addr_u8
 
 SLEEP_MAX_US = 1000
@@ -79,7 +79,7 @@ def rx_wait(q, b, timeout_ms):
 def link_wait(q, timeout_ms):
     """Sleep until the queue's link is up or ``timeout_ms`` passed; True if up."""
     waited = 0
-    while load_acquire(q.st, S_UP) == 0:
+    while load_acquire(q.st, QS_UP) == 0:
         if waited >= timeout_ms * 1000:
             return False
         usleep(1000)

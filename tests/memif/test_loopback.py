@@ -10,7 +10,7 @@ from numba import njit
 import pktbuf
 from pktbuf.memif import Memif, proto as P
 from pktbuf.memif.datapath import rx_burst, tx_burst
-from pktbuf.memif.queue import P_EQ, P_GENERAL, P_GT, P_LT, S_LAST
+from pktbuf.memif.queue import P_EQ, P_GENERAL, P_GT, P_LT, QS_LAST
 
 from .helpers import exchange, make_packet, payloads, sock_name, wait_for
 
@@ -155,7 +155,7 @@ def test_zero_copy_client(pool):
         h = make_packet(pool, b"z" * 64)
         off = int(pool.domain.state.mb[h]["buf_iova"]) + int(pool.domain.state.mb[h]["data_off"])
         q = c.tx_queue(0)
-        cur = int(q.st[S_LAST])
+        cur = int(q.st[QS_LAST])
         assert c.tx_burst([h]) == 1
         from pktbuf.memif import layout as L
         d = L.desc_view(c._regions[0].array, 0, 6)[cur % 64]
