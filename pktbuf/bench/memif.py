@@ -29,7 +29,7 @@ import numpy as np
 from .._jit import kernel
 from ..mbuf.free import pktmbuf_free_bulk
 from ..memif._sys import now_ns
-from ..memif.datapath import rx_burst, tx_burst
+from ..memif.datapath import memif_rx_burst, memif_tx_burst
 from ..memif.demo import alloc_fill
 from ..memif.poll import backoff_idle, backoff_new, backoff_reset
 from ..rawmem import stack_i32
@@ -52,10 +52,10 @@ def loopback_loop(dom, pid, lcore, txq, rxq, frame, iters):
     for _ in range(iters):
         if alloc_fill(dom, pid, lcore, tx, BURST, frame) != 0:
             return -1
-        k = tx_burst(dom, txq, lcore, tx, BURST)
+        k = memif_tx_burst(dom, txq, lcore, tx, BURST)
         if k < BURST:
             pktmbuf_free_bulk(dom, lcore, tx[k:], BURST - k)
-        r = rx_burst(dom, rxq, lcore, rx, BURST)
+        r = memif_rx_burst(dom, rxq, lcore, rx, BURST)
         pktmbuf_free_bulk(dom, lcore, rx, r)
         got += r
     return got
@@ -70,7 +70,7 @@ def sender_loop(dom, pid, lcore, txq, frame, deadline_ns, stats, boff):
         if alloc_fill(dom, pid, lcore, tx, BURST, frame) != 0:
             backoff_idle(boff)
             continue
-        k = tx_burst(dom, txq, lcore, tx, BURST)
+        k = memif_tx_burst(dom, txq, lcore, tx, BURST)
         stats[S_TX] += k
         if k < BURST:
             pktmbuf_free_bulk(dom, lcore, tx[k:], BURST - k)
@@ -86,7 +86,7 @@ def sink_loop(dom, lcore, rxq, deadline_ns, stats, boff):
     """Receive and free everything arriving on ``rxq``."""
     rx = stack_i32(32)
     while now_ns() < deadline_ns:
-        r = rx_burst(dom, rxq, lcore, rx, BURST)
+        r = memif_rx_burst(dom, rxq, lcore, rx, BURST)
         if r:
             pktmbuf_free_bulk(dom, lcore, rx, r)
             stats[S_RX] += r
@@ -100,12 +100,12 @@ def echo_loop(dom, lcore, rxq, txq, deadline_ns, stats, boff):
     """Send back everything received (the far end of a round trip)."""
     pk = stack_i32(32)
     while now_ns() < deadline_ns:
-        r = rx_burst(dom, rxq, lcore, pk, BURST)
+        r = memif_rx_burst(dom, rxq, lcore, pk, BURST)
         if r == 0:
             backoff_idle(boff)
             continue
         backoff_reset(boff)
-        k = tx_burst(dom, txq, lcore, pk, r)
+        k = memif_tx_burst(dom, txq, lcore, pk, r)
         if k < r:
             pktmbuf_free_bulk(dom, lcore, pk[k:], r - k)
         stats[S_RX] += r
@@ -120,12 +120,12 @@ def pingpong_loop(dom, pid, lcore, txq, rxq, frame, window, deadline_ns, stats, 
     inflight = 0
     while now_ns() < deadline_ns:
         if inflight + BURST <= window and alloc_fill(dom, pid, lcore, tx, BURST, frame) == 0:
-            k = tx_burst(dom, txq, lcore, tx, BURST)
+            k = memif_tx_burst(dom, txq, lcore, tx, BURST)
             if k < BURST:
                 pktmbuf_free_bulk(dom, lcore, tx[k:], BURST - k)
             inflight += k
             stats[S_TX] += k
-        r = rx_burst(dom, rxq, lcore, rx, BURST)
+        r = memif_rx_burst(dom, rxq, lcore, rx, BURST)
         if r:
             pktmbuf_free_bulk(dom, lcore, rx, r)
             inflight -= r

@@ -32,7 +32,7 @@ from ..mbuf.free import pktmbuf_free_bulk
 from ..mbuf.raw import pktmbuf_alloc_bulk
 from ..rawmem import addr_u8, memcpy, stack_i32
 from ._sys import now_ns
-from .datapath import rx_burst, tx_burst
+from .datapath import memif_rx_burst, memif_tx_burst
 from .poll import backoff_idle, backoff_new, backoff_reset
 
 BURST = 32
@@ -127,7 +127,7 @@ def forward_loop(dom, lcore, rx0, tx0, rx1, tx1, l2fwd, deadline_ns, stats, boff
             rq = rx0 if side == 0 else rx1
             tq = tx0 if (side == 1 or not l2fwd) else tx1
             out_port = 0 if (side == 1 or not l2fwd) else 1
-            r = rx_burst(dom, rq, lcore, pk, BURST)
+            r = memif_rx_burst(dom, rq, lcore, pk, BURST)
             if r == 0:
                 continue
             work += r
@@ -138,7 +138,7 @@ def forward_loop(dom, lcore, rx0, tx0, rx1, tx1, l2fwd, deadline_ns, stats, boff
                     _l2fwd_rewrite(dom, pk[i], out_port)
                 else:
                     _macswap(dom, pk[i])
-            k = tx_burst(dom, tq, lcore, pk, r)
+            k = memif_tx_burst(dom, tq, lcore, pk, r)
             if k < r:
                 pktmbuf_free_bulk(dom, lcore, pk[k:], r - k)
                 stats[F_DROPS] += r - k
@@ -165,12 +165,12 @@ def traffic_loop(dom, pid, lcore, txq, rxq, frame, expect_dst, expect_src, deadl
     while now_ns() < deadline_ns:
         k = 0
         if alloc_fill(dom, pid, lcore, tx, BURST, frame) == 0:
-            k = tx_burst(dom, txq, lcore, tx, BURST)
+            k = memif_tx_burst(dom, txq, lcore, tx, BURST)
             if k < BURST:
                 pktmbuf_free_bulk(dom, lcore, tx[k:], BURST - k)
                 stats[F_DROPS] += BURST - k
             stats[F_TX] += k
-        r = rx_burst(dom, rxq, lcore, rx, BURST)
+        r = memif_rx_burst(dom, rxq, lcore, rx, BURST)
         if r > 0:
             for i in range(r):
                 m = mb[rx[i]]

@@ -10,8 +10,8 @@
     m.close()
 
 ``m.rx_queue(i)`` / ``m.tx_queue(i)`` return the :data:`~pktbuf.memif.queue.MemifQueue` to
-pass to the kernels :func:`~pktbuf.memif.datapath.rx_burst` /
-:func:`~pktbuf.memif.datapath.tx_burst` from your own ``@njit`` loop; they stay valid across
+pass to the kernels :func:`~pktbuf.memif.datapath.memif_rx_burst` /
+:func:`~pktbuf.memif.datapath.memif_tx_burst` from your own ``@njit`` loop; they stay valid across
 reconnects.
 
 A background thread per socket (:class:`~pktbuf.memif.control.ControlLoop`) runs the control
@@ -42,7 +42,9 @@ from ..errors import InvalidArgument, MemifDisconnected, check_count, check_hand
 from ..lcore import facade_lcore
 from ..mempool.layout import LCORE_ANY, MAX_LCORE, DomainState
 from ..rawmem import Region
-from . import datapath as DP
+from .datapath import memif_rx_burst, memif_tx_burst
+from .rx_copy import rx_refill
+from .zerocopy import zc_release_all, zc_rx_refill
 from . import layout as L
 from . import proto as P
 from .control import ControlLoop, close_fds, make_address
@@ -81,13 +83,13 @@ def size_relation(bsize: int, mbuf_cap: int) -> int:
 @kernel
 def _py_rx(mb, pools, rh, rs, cl, co, st, cfg, q0, q1, q2, q3, q4, q5, q6, q7, q8, lcore, out, n):
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    return DP.rx_burst(dom, MemifQueue(q0, q1, q2, q3, q4, q5, q6, q7, q8), lcore, out, n)
+    return memif_rx_burst(dom, MemifQueue(q0, q1, q2, q3, q4, q5, q6, q7, q8), lcore, out, n)
 
 
 @kernel
 def _py_tx(mb, pools, rh, rs, cl, co, st, cfg, q0, q1, q2, q3, q4, q5, q6, q7, q8, lcore, pk, n):
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    return DP.tx_burst(dom, MemifQueue(q0, q1, q2, q3, q4, q5, q6, q7, q8), lcore, pk, n)
+    return memif_tx_burst(dom, MemifQueue(q0, q1, q2, q3, q4, q5, q6, q7, q8), lcore, pk, n)
 
 
 # -- server listeners shared by interfaces on one socket --------------------------------------
@@ -387,9 +389,9 @@ class Memif:
                 if self.zero_copy:
                     q.pool_region[:] = -1
                     q.cfg[Q_ZC_REGION] = 1
-                    DP._rx_zc_refill(self.domain.state, q, LCORE_ANY)
+                    zc_rx_refill(self.domain.state, q, LCORE_ANY)
                 else:
-                    DP.rx_refill(q)
+                    rx_refill(q)
         if self.zero_copy:
             for q in self.txq:
                 q.pool_region[:] = -1
@@ -501,7 +503,7 @@ class Memif:
         """After the link is down and the socket closed: release mbufs and memory."""
         for q in self.rxq + self.txq:
             if self.zero_copy:
-                DP.zc_release_all(self.domain.state, q)
+                zc_release_all(self.domain.state, q)
             q.cfg[Q_KIND] = K_NONE
             q.cfg[Q_EVENTFD] = -1
         self._release_memory()

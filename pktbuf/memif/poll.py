@@ -8,13 +8,13 @@ a poller that finds nothing must give the CPU away.  Two tools, both usable from
   :func:`pktbuf.idle.idle_backoff` (``pause`` spins, then ``sched_yield``, then sleeps growing
   to ``SLEEP_MAX_US`` = 1 ms).  A poll that finds work resets it.  An idle interface then costs
   about a thousand short wake-ups per second instead of a core.
-* :func:`rx_wait`: interrupt mode.  If the queue's receive ring has ``MASK_INT`` clear (the
+* :func:`memif_rx_wait`: interrupt mode.  If the queue's receive ring has ``MASK_INT`` clear (the
   interface was created with ``interrupt=True``), the peer writes the ring's eventfd after it
-  publishes; ``rx_wait`` blocks in ``poll()`` on it (up to ``timeout_ms``) and resets the
+  publishes; ``memif_rx_wait`` blocks in ``poll()`` on it (up to ``timeout_ms``) and resets the
   counter.  DPDK's memif never clears ``MASK_INT`` on its own Rx rings, but pktbuf as a sender
   honours a peer that did, and pktbuf as a receiver sleeps when its peer signals (a pktbuf peer
   does; a DPDK 22.11 peer signals from its copy-mode Tx, ``shared/specs/memif.md`` 5.5).
-  Without the flag ``rx_wait`` falls back to one back-off step, so a loop written with it never
+  Without the flag ``memif_rx_wait`` falls back to one back-off step, so a loop written with it never
   spins at full speed.
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ def backoff_idle(b):
 
 
 @kernel
-def rx_wait(q, b, timeout_ms):
+def memif_rx_wait(q, b, timeout_ms):
     """Wait for traffic on an Rx queue: block on its eventfd in interrupt mode, else back off.
 
     Returns 1 if woken by the eventfd, 0 otherwise (timeout, polling mode, link down).
@@ -76,7 +76,7 @@ def rx_wait(q, b, timeout_ms):
 
 
 @kernel
-def link_wait(q, timeout_ms):
+def memif_link_wait(q, timeout_ms):
     """Sleep until the queue's link is up or ``timeout_ms`` passed; True if up."""
     waited = 0
     while load_acquire(q.st, QS_UP) == 0:

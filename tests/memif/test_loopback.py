@@ -9,7 +9,7 @@ from numba import njit
 
 import pktbuf
 from pktbuf.memif import Memif, proto as P
-from pktbuf.memif.datapath import rx_burst, tx_burst
+from pktbuf.memif.datapath import memif_rx_burst, memif_tx_burst
 from pktbuf.memif.queue import P_EQ, P_GENERAL, P_GT, P_LT, QS_LAST
 
 from .helpers import exchange, make_packet, payloads, sock_name, wait_for
@@ -192,9 +192,9 @@ def _echo_loop(dom, tq, rq, lcore, pkts, n_total, spins):
     sent = 0
     while got < n_total and it < spins:
         if sent < n_total:
-            k = tx_burst(dom, tq, lcore, pkts[sent:], min(32, n_total - sent))
+            k = memif_tx_burst(dom, tq, lcore, pkts[sent:], min(32, n_total - sent))
             sent += k
-        r = rx_burst(dom, rq, lcore, out, 32)
+        r = memif_rx_burst(dom, rq, lcore, out, 32)
         for i in range(r):
             pkts[got + i] = out[i]
         got += r
@@ -266,7 +266,7 @@ def test_client_reconnects_when_server_returns(pool):
 
 
 def _rx1(pool, rq, out):
-    return rx_burst(pool.domain.state, rq, 0, out, 4)
+    return memif_rx_burst(pool.domain.state, rq, 0, out, 4)
 
 
 def test_client_without_reconnect_stays_down(pool):
@@ -380,11 +380,11 @@ def test_disconnect_while_traffic_runs(pool):
             for h in hs:
                 pool.domain.state.mb[h]["data_len"] = 60
                 pool.domain.state.mb[h]["pkt_len"] = 60
-            k = tx_burst(dom, c.tx_queue(0), 5, hs, 16)
+            k = memif_tx_burst(dom, c.tx_queue(0), 5, hs, 16)
             counts[0] += k
             if k < 16:
                 pool.free_bulk(hs[k:])
-            r = rx_burst(dom, s.rx_queue(0), 6, out, 32)
+            r = memif_rx_burst(dom, s.rx_queue(0), 6, out, 32)
             counts[1] += r
             if r:
                 pool.free_bulk(out[:r])

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from pktbuf.memif import Memif, layout as L
-from pktbuf.memif.poll import B_IDLE, backoff_idle, backoff_new, backoff_reset, link_wait, rx_wait
+from pktbuf.memif.poll import (B_IDLE, backoff_idle, backoff_new, backoff_reset, memif_link_wait,
+                               memif_rx_wait)
 
 from .helpers import make_packet, sock_name, wait_for
 
@@ -50,9 +51,9 @@ def test_interrupt_mode_wakes_receiver(pool, who):
         assert flags == ({"c2s": 0, "s2c": 1} if who == "server" else {"c2s": 1, "s2c": 0})
         q = rx.rx_queue(0)
         b = backoff_new()
-        rx_wait(q, b, 1)          # compiled before the thread starts; drains a stale count
+        memif_rx_wait(q, b, 1)          # compiled before the thread starts; drains a stale count
         res = []
-        t = threading.Thread(target=lambda: res.append(rx_wait(q, b, 10_000)))
+        t = threading.Thread(target=lambda: res.append(memif_rx_wait(q, b, 10_000)))
         t.start()
         time.sleep(0.2)
         assert t.is_alive()       # blocked in poll(), not spinning through a back-off
@@ -65,7 +66,7 @@ def test_interrupt_mode_wakes_receiver(pool, who):
         assert [pool.mbuf(h).tobytes() for h in got] == [b"wake"]
         pool.free_bulk(got)
         # nothing pending: the wait times out and reports 0
-        assert rx_wait(q, b, 50) == 0
+        assert memif_rx_wait(q, b, 50) == 0
     finally:
         c.close()
         s.close()
@@ -81,7 +82,7 @@ def test_polling_receiver_gets_no_kicks(pool):
         pool.free_bulk(got)
         assert c.stats()["kicks"] == 0
         b = backoff_new()
-        assert rx_wait(s.rx_queue(0), b, 10_000) == 0    # falls back to one back-off step
+        assert memif_rx_wait(s.rx_queue(0), b, 10_000) == 0    # falls back to one back-off step
         assert b[B_IDLE] == 1
     finally:
         c.close()
@@ -93,14 +94,14 @@ def test_disconnect_wakes_blocked_receiver(pool):
     q = s.rx_queue(0)
     b = backoff_new()
     res = []
-    t = threading.Thread(target=lambda: res.append(rx_wait(q, b, 30_000)))
+    t = threading.Thread(target=lambda: res.append(memif_rx_wait(q, b, 30_000)))
     t.start()
     time.sleep(0.2)
     c.close()                         # the server's link goes down while it waits
     t.join(10)
     assert not t.is_alive() and len(res) == 1
     assert wait_for(lambda: s.state == "listening")
-    assert rx_wait(q, b, 10) == 0     # link down: returns at once
+    assert memif_rx_wait(q, b, 10) == 0     # link down: returns at once
     s.close()
 
 
@@ -108,8 +109,8 @@ def test_link_wait(pool):
     name = sock_name("lw")
     c = Memif.client(name, pool=pool)
     q = c.rx_queue(0)
-    assert not link_wait(q, 50)
+    assert not memif_link_wait(q, 50)
     s = Memif.server(name, pool=pool)
-    assert link_wait(q, 10_000)
+    assert memif_link_wait(q, 10_000)
     c.close()
     s.close()

@@ -218,7 +218,7 @@ def test_dpdk_sender_wakes_interrupt_mode_server(warm):
     """pktbuf server in interrupt mode (MASK_INT clear on C2S): DPDK's copy Tx writes the
     eventfd, and rx_wait sleeps in poll() until it does."""
     import pktbuf
-    from pktbuf.memif.poll import backoff_new, rx_wait
+    from pktbuf.memif.poll import backoff_new, memif_rx_wait
     pool = pktbuf.PktmbufPool(4096, name="tp-irq")
     name = sock_name("tpirq")
     m = Memif.server(name, pool=pool, interrupt=True)
@@ -227,11 +227,11 @@ def test_dpdk_sender_wakes_interrupt_mode_server(warm):
         assert m.wait_connected(60), tp.log()[-2000:]
         q = m.rx_queue(0)
         b = backoff_new()
-        while rx_wait(q, b, 0):       # drain anything pending
+        while memif_rx_wait(q, b, 0):       # drain anything pending
             pass
-        assert rx_wait(q, b, 200) == 0            # idle: the wait times out
+        assert memif_rx_wait(q, b, 200) == 0            # idle: the wait times out
         _forward(tp, "txonly")
-        woke = rx_wait(q, b, 10_000)
+        woke = memif_rx_wait(q, b, 10_000)
         tp.stop_forwarding()
         assert woke == 1
         got = 0

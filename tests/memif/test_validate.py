@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pktbuf
-from pktbuf.memif import datapath as DP
+from pktbuf.memif.datapath import memif_rx_burst, memif_tx_burst
 from pktbuf.memif import layout as L
 from pktbuf.memif import validate as V
 from pktbuf.memif.queue import (K_CLIENT_RX, K_CLIENT_TX, K_SERVER_RX, K_SERVER_TX, P_EQ,
@@ -20,6 +20,7 @@ from pktbuf.memif.queue import (K_CLIENT_RX, K_CLIENT_TX, K_SERVER_RX, K_SERVER_
                                 Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS,
                                 Q_PATH, Q_POOL, Q_RING, QS_ERR, QS_UP,
                                 queue_alloc, queue_up)
+from pktbuf.memif.rx_copy import rx_refill
 from pktbuf.rawmem import Region
 
 LOG2 = 4
@@ -130,12 +131,12 @@ def test_fuzz_server_rx_descriptors(vpool, regions, descs, head, path):
     # descriptor at its own ring header, where our burst then writes the new tail)
     arrays = (r0.array.copy(), r1.array.copy())
     out = np.empty(64, np.int32)
-    got = DP.rx_burst(vpool.domain.state, q, 0, out, 64)
+    got = memif_rx_burst(vpool.domain.state, q, 0, out, 64)
     err, ref = _reference_rx(descs, head, [r0.size, r1.size], 64)
     if err:
         assert got == 0 and q.st[QS_ERR] == err and q.st[QS_UP] == 0
         assert vpool.avail_count == before
-        assert DP.rx_burst(vpool.domain.state, q, 0, out, 64) == 0    # stays down
+        assert memif_rx_burst(vpool.domain.state, q, 0, out, 64) == 0    # stays down
         return
     assert q.st[QS_ERR] == 0
     assert got == len(ref)
@@ -160,12 +161,12 @@ def test_fuzz_client_rx_ignores_peer_addresses(vpool, regions, lens, flags, regi
     lengths beyond the buffer size and a tail beyond what was handed out are rejected."""
     r0, _ = regions
     q = _queue(vpool, regions, K_CLIENT_RX, P_EQ)
-    DP.rx_refill(q)                                    # head = N
+    rx_refill(q)                                    # head = N
     assert L.ring_header_view(r0.array, 0)["head"] == N
     _write_descs(r0, [(f, region, offset, ln) for f, ln in zip(flags, lens)])
     L.ring_header_view(r0.array, 0)["tail"] = tail
     out = np.empty(64, np.int32)
-    got = DP.rx_burst(vpool.domain.state, q, 0, out, 64)
+    got = memif_rx_burst(vpool.domain.state, q, 0, out, 64)
     base = L.ring_bytes(LOG2)
     descs = [(f, 0, base + s * 2048, ln) for s, (f, ln) in enumerate(zip(flags, lens))]
     if tail > N:
@@ -219,7 +220,7 @@ def test_fuzz_server_tx_slots(vpool, regions, caps, head, path, plen):
         hs.append(m.handle)
     hs = np.array(hs, np.int32)
     before = vpool.avail_count
-    sent = DP.tx_burst(vpool.domain.state, q, 0, hs, 4)
+    sent = memif_tx_burst(vpool.domain.state, q, 0, hs, 4)
     # every byte that changed lies inside a buffer a descriptor offered
     allowed0 = np.zeros(r0.size, bool)
     allowed1 = np.zeros(r1.size, bool)
@@ -268,7 +269,7 @@ def test_client_tx_rejects_tail_beyond_head(vpool, regions):
     q = _queue(vpool, regions, K_CLIENT_TX, P_EQ)
     L.ring_header_view(r0.array, 0)["tail"] = 5     # nothing was ever sent
     h = vpool.alloc().handle
-    assert DP.tx_burst(vpool.domain.state, q, 0, np.array([h], np.int32), 1) == 0
+    assert memif_tx_burst(vpool.domain.state, q, 0, np.array([h], np.int32), 1) == 0
     assert q.st[QS_ERR] == V.V_RING_INDEX
     assert vpool.mbuf(h).refcnt == 1                 # still the caller's
     vpool.free_bulk([h])
