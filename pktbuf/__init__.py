@@ -23,11 +23,10 @@ _LAZY = {
     "PktmbufPool": "pktbuf.api.pools",
     "Mbuf": "pktbuf.api.mbuf",
     "Ring": "pktbuf.ring",
-    "Memif": "pktbuf.memif.interface",
+    "Memif": "pktbuf.api.memif",
     "Heap": "pktbuf.heap",
     "PageArena": "pktbuf.pagepool",
     "PagePool": "pktbuf.pagepool",
-    "MemifDisconnected": "pktbuf.memif.interface",
     "Region": "pktbuf.rawmem",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.mempool.layout",
@@ -36,12 +35,14 @@ _LAZY = {
 }
 
 from .errors import (Busy, ChainTooLong, DoubleFree, InvalidArgument, InvalidHandle,  # noqa: E402
-                     NoRoom, OutOfMemory, OutOfRange, PktbufError, PoolExhausted, RefcntError,
+                     MemifDisconnected, MemifError, MemifSocketError, NoRoom, OutOfMemory,
+                     OutOfRange, PktbufError, PoolExhausted, RefcntError,
                      SanityCheckError)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
-                                "RefcntError", "ChainTooLong", "SanityCheckError", "Busy"])
+                                "RefcntError", "ChainTooLong", "SanityCheckError", "Busy",
+                                "MemifError", "MemifDisconnected", "MemifSocketError"])
 
 
 def __getattr__(name):

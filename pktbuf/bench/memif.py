@@ -147,7 +147,7 @@ class Loopback:
 
     def __init__(self, buffer_size=2048, force_general=False, zero_copy=False, log2=10, pool=None):
         from ..api.pools import PktmbufPool
-        from ..memif.interface import Memif
+        from ..api.memif import Memif
         Loopback._seq += 1
         name = f"/pktbuf-bench-{os.getpid()}-{Loopback._seq}"
         self.pool = pool or PktmbufPool(16384, 256, name="bench-lo")
@@ -296,7 +296,7 @@ def _child(argv) -> int:
         except OSError:
             pass
     from ..api.pools import PktmbufPool
-    from ..memif.interface import Memif
+    from ..api.memif import Memif
     pool = PktmbufPool(16384, 256, name=a.role)
     kw = dict(pool=pool, buffer_size=a.bsize, force_general=a.general)
     client = a.role in ("sender", "pingpong")

@@ -3,8 +3,9 @@
 The handshake classes are pure state machines over parsed messages (:mod:`.proto`): feed each
 received message to ``on_message`` and send what it returns.  They check that every message
 is acceptable *in the current state* and raise :class:`~pktbuf.errors.ProtocolError`
-with the DISCONNECT reason otherwise.  The interface (:mod:`.interface`) supplies the parts that
-touch memory (creating the client's regions and rings, mapping the server's view of them).
+with the DISCONNECT reason otherwise.  The interface's control plane (:mod:`.device`) supplies
+the parts that touch memory (creating the client's regions and rings, mapping the server's
+view of them).
 
 :class:`ControlLoop` is the one thread per socket that runs them: it accepts (server) or
 connects (client, reconnecting if asked), moves messages, notices EOF and DISCONNECT, and

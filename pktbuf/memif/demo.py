@@ -220,7 +220,7 @@ def forwarder_main(argv=None) -> int:
     ap.add_argument("--wait", type=float, default=30.0, help="seconds to wait for the client")
     a = ap.parse_args(argv)
     from ..api.pools import PktmbufPool
-    from .interface import Memif
+    from ..api.memif import Memif
     pool = PktmbufPool(16384, 256, name="fwd")
     l2 = a.mode == "l2fwd"
     p0 = Memif.server(a.sock0, pool=pool, name="pktbuf-fwd-p0", port=0)
@@ -255,7 +255,7 @@ def traffic_main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=64)
     a = ap.parse_args(argv)
     from ..api.pools import PktmbufPool
-    from .interface import Memif
+    from ..api.memif import Memif
     pool = PktmbufPool(16384, 256, name="traffic")
     l2 = a.mode == "l2fwd"
     me, peer = port_mac(0x10), port_mac(0x20)

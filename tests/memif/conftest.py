@@ -1,7 +1,7 @@
 import pytest
 
 import pktbuf
-from pktbuf.memif import Memif
+from pktbuf import Memif
 
 from .helpers import exchange, payloads, sock_name
 

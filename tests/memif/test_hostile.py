@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pktbuf
-from pktbuf.memif import Memif
+from pktbuf import Memif
 from pktbuf.memif import proto as P
 from pktbuf.memif import validate as V
 

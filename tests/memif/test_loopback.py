@@ -8,7 +8,8 @@ import pytest
 from numba import njit
 
 import pktbuf
-from pktbuf.memif import Memif, proto as P
+from pktbuf import Memif
+from pktbuf.memif import proto as P
 from pktbuf.memif.datapath import memif_rx_burst, memif_tx_burst
 from pktbuf.memif.queue import P_EQ, P_GENERAL, P_GT, P_LT, QS_LAST
 
@@ -158,7 +159,7 @@ def test_zero_copy_client(pool):
         cur = int(q.st[QS_LAST])
         assert c.tx_burst([h]) == 1
         from pktbuf.memif import layout as L
-        d = L.desc_view(c._regions[0].array, 0, 6)[cur % 64]
+        d = L.desc_view(c.device.regions[0].array, 0, 6)[cur % 64]
         assert int(d["region"]) == 1 and int(d["offset"]) == off and int(d["length"]) == 64
         got = s.rx_burst(32)
         assert [pool.mbuf(x).tobytes() for x in got] == [b"z" * 64]
@@ -338,28 +339,6 @@ def test_filesystem_socket(pool, tmp_path):
     c.close()
     s.close()
     assert not os.path.exists(path)
-
-
-def test_bad_arguments(pool):
-    with pytest.raises(pktbuf.InvalidArgument):
-        Memif.client(sock_name(), pool=pool, ring_size_log2=15, connect=False)
-    with pytest.raises(pktbuf.InvalidArgument):
-        Memif.server(sock_name(), pool=pool, zero_copy=True)
-    with pytest.raises(pktbuf.InvalidArgument):
-        Memif.client(sock_name(), pool=pool, secret="x" * 25, connect=False)
-    with pytest.raises(pktbuf.InvalidArgument):
-        Memif("peer", sock_name(), pool=pool)
-    c, s = _pair(pool)
-    try:
-        with pytest.raises(pktbuf.InvalidArgument):
-            c.tx_burst([-5])
-        with pytest.raises(pktbuf.InvalidArgument):
-            c.rx_burst(4, qid=3)
-        with pytest.raises(pktbuf.InvalidArgument):
-            c.rx_burst(4, out=np.empty(2, np.int32))
-    finally:
-        c.close()
-        s.close()
 
 
 def test_disconnect_while_traffic_runs(pool):

@@ -5,7 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from pktbuf.memif import Memif, layout as L
+from pktbuf import Memif
+from pktbuf.memif import layout as L
 from pktbuf.memif.poll import (B_IDLE, backoff_idle, backoff_new, backoff_reset, memif_link_wait,
                                memif_rx_wait)
 
@@ -33,13 +34,9 @@ def test_backoff_counts_empty_polls_and_resets():
 
 def _rings_flags(m):
     """MASK_INT of (C2S, S2C) as the client's memory shows it."""
-    arr = m._regions[0].array
-    n = m._plan_info
-    info = n[4]
-    out = {}
-    for c2s, k, off, _ in info:
-        out["c2s" if c2s else "s2c"] = int(L.ring_header_view(arr, off)["flags"]) & 1
-    return out
+    arr = m.device.regions[0].array
+    return {"c2s" if c2s else "s2c": int(L.ring_header_view(arr, off)["flags"]) & 1
+            for c2s, _, off in m.device.ring_offsets}
 
 
 @pytest.mark.parametrize("who", ["server", "client"])

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from pktbuf.memif import Memif
+from pktbuf import Memif
 from pktbuf.memif import testpmd as T
 
 from .helpers import exchange, make_packet, payloads, sock_name, wait_for
@@ -192,7 +192,7 @@ class TestPktbufServerDpdkZeroCopy(_ServerRole):
 
     def test_zero_copy_descriptors_point_into_region_1(self, peer):
         m, pool, tp = peer
-        assert len(m._regions) >= 2       # region 0: rings, 1..: DPDK's EAL memory
+        assert len(m.device.regions) >= 2       # region 0: rings, 1..: DPDK's EAL memory
         _check_echo(m, pool, tp, mode="io", n_rounds=5)
 
 
