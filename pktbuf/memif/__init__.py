@@ -21,9 +21,6 @@ _LAZY = {
     "memif_link_up": "pktbuf.memif.datapath",
     "memif_rx_wait": "pktbuf.memif.poll",
     "memif_link_wait": "pktbuf.memif.poll",
-    "backoff_new": "pktbuf.memif.poll",
-    "backoff_idle": "pktbuf.memif.poll",
-    "backoff_reset": "pktbuf.memif.poll",
 }
 
 __all__ = sorted(_LAZY)

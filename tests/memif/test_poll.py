@@ -7,8 +7,7 @@ import pytest
 
 from pktbuf import Memif
 from pktbuf.memif import layout as L
-from pktbuf.memif.poll import (B_IDLE, backoff_idle, backoff_new, backoff_reset, memif_link_wait,
-                               memif_rx_wait)
+from pktbuf.memif.poll import memif_link_wait, memif_rx_wait
 
 from .helpers import make_packet, sock_name, wait_for
 
@@ -21,15 +20,6 @@ def _pair(pool, **kw):
     c = Memif.client(name, pool=pool, **ckw)
     assert c.wait_connected(10) and s.wait_connected(10)
     return c, s
-
-
-def test_backoff_counts_empty_polls_and_resets():
-    b = backoff_new()
-    for _ in range(300):          # past the pause and yield stages: sleeps of a few us
-        backoff_idle(b)
-    assert b[B_IDLE] == 300
-    backoff_reset(b)
-    assert b[B_IDLE] == 0
 
 
 def _rings_flags(m):
@@ -47,10 +37,9 @@ def test_interrupt_mode_wakes_receiver(pool, who):
         flags = _rings_flags(c)
         assert flags == ({"c2s": 0, "s2c": 1} if who == "server" else {"c2s": 1, "s2c": 0})
         q = rx.rx_queue(0)
-        b = backoff_new()
-        memif_rx_wait(q, b, 1)          # compiled before the thread starts; drains a stale count
+        memif_rx_wait(q, 0, 1)          # compiled before the thread starts; drains a stale count
         res = []
-        t = threading.Thread(target=lambda: res.append(memif_rx_wait(q, b, 10_000)))
+        t = threading.Thread(target=lambda: res.append(memif_rx_wait(q, 0, 10_000)))
         t.start()
         time.sleep(0.2)
         assert t.is_alive()       # blocked in poll(), not spinning through a back-off
@@ -63,7 +52,7 @@ def test_interrupt_mode_wakes_receiver(pool, who):
         assert [pool.mbuf(h).tobytes() for h in got] == [b"wake"]
         pool.free_bulk(got)
         # nothing pending: the wait times out and reports 0
-        assert memif_rx_wait(q, b, 50) == 0
+        assert memif_rx_wait(q, 0, 50) == 0
     finally:
         c.close()
         s.close()
@@ -78,9 +67,7 @@ def test_polling_receiver_gets_no_kicks(pool):
         got = s.rx_burst(8)
         pool.free_bulk(got)
         assert c.stats()["kicks"] == 0
-        b = backoff_new()
-        assert memif_rx_wait(s.rx_queue(0), b, 10_000) == 0    # falls back to one back-off step
-        assert b[B_IDLE] == 1
+        assert memif_rx_wait(s.rx_queue(0), 0, 10_000) == 0    # falls back to one back-off step
     finally:
         c.close()
         s.close()
@@ -89,16 +76,15 @@ def test_polling_receiver_gets_no_kicks(pool):
 def test_disconnect_wakes_blocked_receiver(pool):
     c, s = _pair(pool, server={"interrupt": True})
     q = s.rx_queue(0)
-    b = backoff_new()
     res = []
-    t = threading.Thread(target=lambda: res.append(memif_rx_wait(q, b, 30_000)))
+    t = threading.Thread(target=lambda: res.append(memif_rx_wait(q, 0, 30_000)))
     t.start()
     time.sleep(0.2)
     c.close()                         # the server's link goes down while it waits
     t.join(10)
     assert not t.is_alive() and len(res) == 1
     assert wait_for(lambda: s.state == "listening")
-    assert memif_rx_wait(q, b, 10) == 0     # link down: returns at once
+    assert memif_rx_wait(q, 0, 10) == 0     # link down: returns at once
     s.close()
 
 
