@@ -91,8 +91,10 @@ def test_testpmd_not_installed_is_not_available(monkeypatch):
 
 def test_testpmd_that_fails_to_start_is_failed(monkeypatch):
     monkeypatch.setattr(T, "TESTPMD", "false")           # installed, exits at once
+    before = T.own_runtime_dirs()
     r = R.testpmd_pair(64, SHORT)
     assert r.status == "failed" and "did not start" in r.reason and r.mpps is None
+    assert T.own_runtime_dirs() == before
 
 
 def test_bench_command_reports_a_failed_testpmd(bench_warm, monkeypatch, capsys):
@@ -108,10 +110,12 @@ def test_bench_command_reports_a_failed_testpmd(bench_warm, monkeypatch, capsys)
 
 @pytest.mark.skipif(not T.available(), reason="dpdk-testpmd is not installed")
 def test_testpmd_pair_measures_on_the_same_schedule(bench_warm):
+    before = T.own_runtime_dirs()
     r = R.testpmd_pair(64, SHORT)
     assert r.ok, (r.reason, r.log)
     assert len(r.pps) == SHORT.samples
     assert r.sent > 0 and r.received > 0
+    assert T.own_runtime_dirs() == before
 
 
 def test_example_scripts_forward_between_processes(warm):

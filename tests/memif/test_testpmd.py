@@ -272,3 +272,34 @@ def test_pktbuf_zero_copy_client_with_testpmd_server(warm):
         tp.cleanup()
     assert pool.avail_count == pool.n
     pool.close()
+
+
+@pytest.mark.parametrize("how", ["quit", "killed", "eal-fails"])
+def test_testpmd_leaves_no_runtime_directory(warm, how):
+    """EAL creates /var/run/dpdk/<prefix> (or its user equivalent) and leaves it behind even on
+    a clean quit; the driver removes it once the process is gone, however it ended."""
+    before = T.own_runtime_dirs()
+    # EAL 22.11 refuses --in-memory with --no-huge, after it made the runtime directory
+    extra = ["--in-memory"] if how == "eal-fails" else []
+    tp = T.Testpmd("server", sock_name("tprt"), fwd="io", eal_extra=extra).start()
+    try:
+        if how == "eal-fails":
+            tp.proc.wait(60)
+            assert tp.proc.returncode != 0
+        else:
+            assert tp.wait_listening(60), tp.log()[-2000:]
+        # the directory really is there (so the check below can fail)
+        assert os.path.isdir(tp.runtime_dir), (tp.runtime_dir, tp.log()[-1000:])
+        if how == "killed":
+            os.killpg(tp.proc.pid, 9)
+            tp.proc.wait(10)
+    finally:
+        tp.cleanup()
+    assert not tp.alive()
+    assert not os.path.exists(tp.runtime_dir)
+    assert T.own_runtime_dirs() == before
+
+
+def test_zz_no_runtime_directories_left_by_this_module():
+    """Runs last in this module: every testpmd above has been cleaned up, directories too."""
+    assert T.own_runtime_dirs() == []
