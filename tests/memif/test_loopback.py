@@ -255,7 +255,7 @@ def test_client_reconnects_when_server_returns(pool):
     assert c.disconnect_reason == P.R_CLOSED
     s = Memif.server(name, pool=pool)
     assert c.wait_connected(10) and s.wait_connected(10)
-    assert c.connect_count == 2
+    assert c.connect_count == 2 and c.device.control.attempts >= 2
     hs = np.array([make_packet(pool, b"back")], np.int32)
     assert s.tx_burst(hs) == 1
     out = np.empty(4, np.int32)
@@ -277,8 +277,17 @@ def test_client_without_reconnect_stays_down(pool):
     assert c.wait_connected(10)
     s.close()
     assert wait_for(lambda: c.state == "disconnected")
+    loop = c.device.control
+    attempts = loop.attempts
     s = Memif.server(name, pool=pool)
-    time.sleep(0.5)
+    # Prove the negative by the client's own control loop: it has come round more than once
+    # after its reconnect back-off expired -- a client that reconnects attempts then (see
+    # test_client_reconnects_when_server_returns) -- and it attempted nothing.
+    assert wait_for(lambda: time.monotonic() > loop.next_attempt)
+    steps = loop.steps
+    assert wait_for(lambda: loop.steps >= steps + 3)
+    assert loop.attempts == attempts
+    assert s.device.control.accepted == 0
     assert c.state == "disconnected" and c.connect_count == 1
     c.close()
     s.close()

@@ -216,7 +216,7 @@ def test_unsealed_zero_copy_region_is_refused_by_default(warm):
 
 def test_dpdk_sender_wakes_interrupt_mode_server(warm):
     """pktbuf server in interrupt mode (MASK_INT clear on C2S): DPDK's copy Tx writes the
-    eventfd, and rx_wait sleeps in poll() until it does."""
+    eventfd, and memif_rx_wait sleeps in poll() until it does."""
     import pktbuf
     from pktbuf.memif.poll import memif_rx_wait
     pool = pktbuf.PktmbufPool(4096, name="tp-irq")
@@ -228,7 +228,9 @@ def test_dpdk_sender_wakes_interrupt_mode_server(warm):
         q = m.rx_queue(0)
         while memif_rx_wait(q, 0, 0):       # drain anything pending
             pass
-        assert memif_rx_wait(q, 0, 200) == 0            # idle: the wait times out
+        assert tp.port_stats()["tx_packets"] == 0
+        assert memif_rx_wait(q, 0, 200) == 0        # nothing sent: the wait times out
+        assert tp.port_stats()["tx_packets"] == 0   # (and nothing was sent meanwhile)
         _forward(tp, "txonly")
         woke = memif_rx_wait(q, 0, 10_000)
         tp.stop_forwarding()
