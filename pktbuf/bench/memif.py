@@ -7,13 +7,16 @@ Three kinds of figures (the loops: :mod:`.memif_loops`; one measurement each:
   testpmd, in interleaved rounds (the order alternates, so a slow phase of the machine hits
   both), each run on the same schedule and sampling policy, doing the same work per packet
   (testpmd's ``txonly`` / ``rxonly``).  A round's ratio is pktbuf's median pps over testpmd's;
-  the figure is the median ratio over the rounds;
+  the figure is the median ratio over the *clean* rounds, those in which no polling thread
+  of either run waited for a CPU more than ``--max-wait`` of the time (more rounds are run,
+  up to three times as many, to get them);
 * **two pktbuf processes**: round trip, the forced general path and the zero-copy client;
 * **loopback** (one thread): the copy paths' ns per packet, fast loop vs general loop
   measured interleaved (the least noisy way to compare them), and zero-copy vs copy.
 
-``other`` is the CPUs' worth of time foreign processes used while a run measured: figures are
-suspect when it is not ~0.
+``waited`` is the largest share of a run's time one of its polling threads spent waiting for a
+CPU (preempted by something else); ``other`` the CPUs' worth of time foreign processes used
+meanwhile.  Figures are suspect when ``waited`` is not ~0.
 """
 from __future__ import annotations
 
@@ -71,30 +74,51 @@ def loopback_zc_ratio(size: int, repeat: int = 7, iters: int = 3000) -> dict:
 
 
 def compare(size: int = 64, rounds: int = 3, sched: Schedule | None = None,
-            testpmd: bool = True) -> dict:
-    """pktbuf -> pktbuf vs testpmd -> testpmd, memif one way, ``rounds`` interleaved rounds.
+            testpmd: bool = True, max_wait: float = 0.1, max_attempts: int | None = None) -> dict:
+    """pktbuf -> pktbuf vs testpmd -> testpmd, memif one way, in interleaved rounds.
 
-    Returns ``{"pktbuf": [PairResult], "testpmd": [PairResult], "ratios": [...], "ratio":
-    median or None, "testpmd_status": "ok" | "failed: ..." | "not available" | "skipped"}``.
+    A round is one run of each, the order alternating from round to round.  It is *clean* when
+    in both runs no polling thread (sender's or receiver's) waited for a CPU more than
+    ``max_wait`` of the measured time (:class:`~.memif_runs.Interference`: the same rule for
+    both); rounds are run until ``rounds`` are clean or ``max_attempts`` (default
+    ``3 * rounds``) were made.  The ratio is the median over the clean rounds of
+    pktbuf's figure over testpmd's, or over all rounds (``clean`` False) if none was clean.
+
+    Returns ``{"pktbuf": [PairResult], "testpmd": [PairResult] (every run), "rounds":
+    [(pktbuf run, testpmd run)] (every compared round), "ratios": [...], "clean": [bool] (per
+    round), "ratio": median or None, "testpmd_status": "ok" | "failed: ..." | "not available" |
+    "skipped"}``.
     """
     sched = sched or Schedule()
-    pk, tp, ratios = [], [], []
+    max_attempts = max_attempts or 3 * rounds
+    pk, tp, pairs, ratios, clean = [], [], [], [], []
     status = "skipped" if not testpmd else "ok"
-    for r in range(rounds):
+    r = 0
+    while r < max_attempts and sum(clean) < rounds:
         order = ("tp", "pk") if r % 2 == 0 else ("pk", "tp")
+        r += 1
+        got = {}
         for who in order:
             if who == "pk":
-                pk.append(pktbuf_pair("oneway", size, sched))
+                got["pk"] = pktbuf_pair("oneway", size, sched)
+                pk.append(got["pk"])
             elif testpmd and status == "ok":
-                res = testpmd_pair(size, sched)
-                tp.append(res)
-                if not res.ok:
-                    status = res.status if res.status == "not available" else \
-                        f"failed: {res.reason}"
-        if tp and tp[-1].ok and pk[-1].ok and tp[-1].mpps:
-            ratios.append(pk[-1].mpps / tp[-1].mpps)
-    return {"pktbuf": pk, "testpmd": tp, "ratios": ratios,
-            "ratio": statistics.median(ratios) if ratios else None, "testpmd_status": status}
+                got["tp"] = testpmd_pair(size, sched)
+                tp.append(got["tp"])
+                if not got["tp"].ok:
+                    status = got["tp"].status if got["tp"].status == "not available" else \
+                        f"failed: {got['tp'].reason}"
+        a, b = got["pk"], got.get("tp")
+        if b is None or not (a.ok and b.ok and a.mpps and b.mpps):
+            if b is None or not b.ok or not a.ok:
+                break           # nothing to compare against (or pktbuf failed): stop
+            continue
+        pairs.append((a, b))
+        ratios.append(a.mpps / b.mpps)
+        clean.append(a.waited <= max_wait and b.waited <= max_wait)
+    pick = [x for x, c in zip(ratios, clean) if c] or ratios
+    return {"pktbuf": pk, "testpmd": tp, "rounds": pairs, "ratios": ratios, "clean": clean,
+            "ratio": statistics.median(pick) if pick else None, "testpmd_status": status}
 
 
 def _median_mpps(results) -> float | None:
@@ -108,8 +132,10 @@ def _run_note(results) -> str:
         return ""
     zeros = sum(r.zero_samples for r in ok)
     n = sum(len(r.pps) for r in ok)
+    waited = max(r.waited for r in ok)
     other = max(r.foreign for r in ok)
-    return f"{len(ok)} runs x {n // len(ok)} samples, {zeros} zero, other {other:.2f}"
+    return (f"{len(ok)} runs x {n // len(ok)} samples, {zeros} zero, waited {waited:.2f}, "
+            f"other {other:.2f}")
 
 
 def main(argv=None) -> int:
@@ -122,6 +148,9 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=float, default=1.0, help="seconds before sampling")
     ap.add_argument("--quick", action="store_true", help="one short round (CI smoke test)")
     ap.add_argument("--no-testpmd", action="store_true", help="skip the testpmd reference")
+    ap.add_argument("--max-wait", type=float, default=0.1,
+                    help="a comparison round is clean when no polling thread of either run "
+                         "waited for a CPU more than this share of the time")
     ap.add_argument("--only-compare", action="store_true",
                     help="only the 64 B pktbuf vs testpmd comparison")
     a = ap.parse_args(argv)
@@ -146,26 +175,32 @@ def main(argv=None) -> int:
     sizes = (64,) if a.only_compare else (64, 1500)
     one64 = None
     for size in sizes:
-        c = compare(size, a.rounds, sched, testpmd=not a.no_testpmd)
+        c = compare(size, a.rounds, sched, testpmd=not a.no_testpmd, max_wait=a.max_wait)
         st = c["testpmd_status"]
-        tp_note = _run_note(c["testpmd"]) if st == "ok" else st.upper() if \
+        # the figures of the clean rounds (of every run when no round could be compared)
+        good = [p for p, ok in zip(c["rounds"], c["clean"]) if ok] or c["rounds"]
+        pk_runs = [p[0] for p in good] if good else c["pktbuf"]
+        tp_runs = [p[1] for p in good] if good else c["testpmd"]
+        tp_note = _run_note(tp_runs) if st == "ok" else st.upper() if \
             st.startswith("failed") else st
-        row(f"testpmd -> testpmd {size} B (reference)", _median_mpps(c["testpmd"]), "Mpps",
-            tp_note)
+        row(f"testpmd -> testpmd {size} B (reference)", _median_mpps(tp_runs), "Mpps", tp_note)
         if st.startswith("failed"):
             rc = 1
             for r in c["testpmd"]:
                 if r.log:
                     print(r.log, file=sys.stderr)
-        pk_mpps = _median_mpps(c["pktbuf"])
+        pk_mpps = _median_mpps(pk_runs)
         if any(not r.ok for r in c["pktbuf"]):
             rc = 1
             print("  pktbuf run FAILED: " + "; ".join(r.reason for r in c["pktbuf"] if not r.ok))
-        row(f"pktbuf -> pktbuf {size} B", pk_mpps, "Mpps", _run_note(c["pktbuf"]))
+        row(f"pktbuf -> pktbuf {size} B", pk_mpps, "Mpps", _run_note(pk_runs))
         if c["ratio"] is not None:
-            row(f"pktbuf / testpmd {size} B", c["ratio"], "x",
-                f"median of {len(c['ratios'])} interleaved rounds: "
-                + ", ".join(f"{r:.2f}" for r in c["ratios"]))
+            n_clean = sum(c["clean"])
+            which = (f"median of {n_clean} clean interleaved rounds" if n_clean else
+                     f"SUSPECT: no clean round (waited > {a.max_wait:g} in all); median of all")
+            row(f"pktbuf / testpmd {size} B", c["ratio"], "x", f"{which}: " + ", ".join(
+                f"{r:.2f}{'' if ok else '*'}" for r, ok in zip(c["ratios"], c["clean"]))
+                + (" (* = not clean)" if not all(c["clean"]) else ""))
         if size == 64:
             one64 = pk_mpps
     if a.only_compare:

@@ -10,6 +10,11 @@ both sides; a run's figure is the median of its samples.  The sender and the rec
 CPUs 0 and 1 (testpmd: their forwarding lcores), with pools of 8192 mbufs, bursts of 32, rings
 of 1024 slots of 2048 bytes on both sides.
 
+Each run also records how much it was disturbed: ``waited``, the largest share of the measured
+time one of its polling threads (sender's or receiver's) was runnable but waiting for a CPU
+(:class:`Interference`, from the scheduler's own accounting), and ``foreign``, the CPUs' worth
+other processes used (:class:`ForeignLoad`).
+
 A testpmd pair that cannot run is reported as such: ``status`` is ``"not available"`` only when
 ``dpdk-testpmd`` is not installed, and ``"failed"`` (with the reason and the log's tail) when it
 is installed but did not start, connect or answer.
@@ -58,6 +63,7 @@ class PairResult:
     received: int = 0                   # receiver: packets counted (after the sender drained)
     dropped: int = 0                    # sender: packets the ring did not take
     foreign: float = 0.0                # CPUs' worth used by other processes while measuring
+    waited: float = 0.0                 # share of the time a polling thread waited for a CPU
     log: str = ""
 
     @property
@@ -82,39 +88,92 @@ def _busy_jiffies() -> int:
     return user + nice + system + irq + softirq + steal
 
 
-def _tree_jiffies(pid: int) -> int:
-    """utime + stime of a process and all its descendants (0 once they are gone)."""
-    total = 0
-    stack = [pid]
+def _tree_pids(pids) -> set:
+    """The given processes and all their descendants."""
+    seen = set()
+    stack = list(pids)
     while stack:
         p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
         try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
             for t in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{t}/children") as f:
                     stack += [int(c) for c in f.read().split()]
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError):
             pass
-    return total
+    return seen
+
+
+def _jiffies(pid: int) -> int:
+    """utime + stime of a process (all its threads; 0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class ForeignLoad:
-    """CPUs' worth of time used by processes other than ``pids`` (and their children) between
-    :meth:`start` and :meth:`stop` -- a benchmark figure is suspect when this is not ~0."""
+    """CPUs' worth of time used by processes other than ``pids`` and their descendants (each
+    counted once) between :meth:`start` and :meth:`stop`."""
 
     def start(self, pids) -> None:
         self.pids = list(pids)
         self._t = time.monotonic()
         self._b = _busy_jiffies()
-        self._o = sum(_tree_jiffies(p) for p in self.pids)
+        self._own = {p: _jiffies(p) for p in _tree_pids(self.pids)}
 
     def stop(self) -> float:
         dt = max(1e-3, time.monotonic() - self._t)
-        own = sum(_tree_jiffies(p) for p in self.pids) - self._o
+        now = {p: _jiffies(p) for p in _tree_pids(self.pids)}
+        own = sum(now[p] - self._own.get(p, 0) for p in now)
         hz = os.sysconf("SC_CLK_TCK")
         return max(0.0, (_busy_jiffies() - self._b - own) / hz / dt)
+
+
+def _schedstat(pids) -> dict:
+    """``{(pid, tid): (ns on a CPU, ns runnable but waiting for one)}`` of every thread of the
+    processes and their descendants (/proc/<pid>/task/<tid>/schedstat)."""
+    out = {}
+    for p in _tree_pids(pids):
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/schedstat") as f:
+                    run, wait = f.read().split()[:2]
+                out[(p, int(t))] = (int(run), int(wait))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+class Interference:
+    """How much the polling threads of a run were kept from their CPU.
+
+    For each of the given processes (sender, receiver), the thread that ran most between
+    :meth:`start` and :meth:`stop` is its polling loop; :meth:`stop` returns the largest share
+    of the interval such a thread spent runnable but waiting for a CPU (0: never disturbed).
+    A thread that sleeps by itself (pktbuf's back-off) is not counted as disturbed, a busy one
+    that is preempted is -- the same rule for pktbuf and testpmd.
+    """
+
+    def start(self, pids) -> None:
+        self.pids = list(pids)
+        self._t = time.monotonic_ns()
+        self._s = [_schedstat([p]) for p in self.pids]
+
+    def stop(self) -> float:
+        dt = max(1, time.monotonic_ns() - self._t)
+        worst = 0.0
+        for p, before in zip(self.pids, self._s):
+            now = _schedstat([p])
+            deltas = [(run - before.get(k, (0, 0))[0], wait - before.get(k, (0, 0))[1])
+                      for k, (run, wait) in now.items()]
+            if deltas:
+                worst = max(worst, max(deltas)[1] / dt)
+        return worst
 
 
 def _sleep_until(t: float) -> None:
@@ -328,10 +387,12 @@ def pktbuf_pair(case: str, size: int = 64, sched: Schedule | None = None, *, bsi
         for p in (srv, cli):
             p.stdin.write(f"GO {int(t0 * 1e9)} {int(end * 1e9)}\n")
             p.stdin.flush()
-        fl = ForeignLoad()
+        fl, intf = ForeignLoad(), Interference()
         _sleep_until(t0)
         fl.start([srv.pid, cli.pid, os.getpid()])
+        intf.start([cli.pid, srv.pid])
         _sleep_until(end)
+        res.waited = intf.stop()
         res.foreign = fl.stop()
         cout, _ = cli.communicate(timeout=sched.seconds + 120)
         sout, _ = srv.communicate(timeout=120)
@@ -383,9 +444,10 @@ def testpmd_pair(size: int = 64, sched: Schedule | None = None) -> PairResult:
             return failed("testpmd client did not connect")
         cli.cmd("start")
         t0 = time.monotonic() + sched.warmup
-        fl = ForeignLoad()
+        fl, intf = ForeignLoad(), Interference()
         _sleep_until(t0)
         fl.start([srv.pid, cli.pid, os.getpid()])
+        intf.start([cli.pid, srv.pid])
         if not srv.port_stats():                 # arms testpmd's "since the last call"
             return failed("show port stats did not answer")
         for k in range(1, sched.samples + 1):
@@ -394,6 +456,7 @@ def testpmd_pair(size: int = 64, sched: Schedule | None = None) -> PairResult:
             if "rx_pps" not in st:
                 return failed("show port stats did not answer")
             res.pps.append(float(st["rx_pps"]))
+        res.waited = intf.stop()
         res.foreign = fl.stop()
         cs = cli.port_stats()
         cli.stop_forwarding()

@@ -83,6 +83,32 @@ def test_zero_samples_count():
     assert r.zero_samples == 2 and r.mpps == 0.0
 
 
+def test_compare_interleaves_rounds_and_keeps_the_clean_ones(monkeypatch):
+    """Rounds alternate the order; a round counts when no polling thread of either run waited
+    for its CPU; rounds are added until enough are clean."""
+    calls = []
+    waits = iter([0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0])   # one per run, in run order
+
+    def fake(who, mpps):
+        def run(*a, **k):
+            calls.append(who)
+            return R.PairResult(pps=[mpps * 1e6] * 3, waited=next(waits))
+        return run
+    monkeypatch.setattr(B, "pktbuf_pair", fake("pk", 3.0))
+    monkeypatch.setattr(B, "testpmd_pair", fake("tp", 2.0))
+    c = B.compare(64, rounds=3, sched=SHORT, max_wait=0.1)
+    assert calls == ["tp", "pk", "pk", "tp", "tp", "pk", "pk", "tp"]
+    assert c["clean"] == [True, False, True, True] and c["ratio"] == pytest.approx(1.5)
+    assert c["testpmd_status"] == "ok"
+
+
+def test_compare_without_a_clean_round_uses_all_and_says_so(monkeypatch):
+    monkeypatch.setattr(B, "pktbuf_pair", lambda *a, **k: R.PairResult(pps=[3e6], waited=0.5))
+    monkeypatch.setattr(B, "testpmd_pair", lambda *a, **k: R.PairResult(pps=[1e6], waited=0.5))
+    c = B.compare(64, rounds=2, sched=SHORT, max_wait=0.1)
+    assert c["clean"] == [False] * 6 and c["ratio"] == pytest.approx(3.0)
+
+
 def test_testpmd_not_installed_is_not_available(monkeypatch):
     monkeypatch.setattr(T, "TESTPMD", "/nonexistent/dpdk-testpmd")
     r = R.testpmd_pair(64, SHORT)
