@@ -196,9 +196,20 @@ class Memif:
         if isinstance(tx_pools, (str, bytes)) or not hasattr(tx_pools, "__iter__"):
             raise InvalidArgument("tx_pools must be a sequence of PktmbufPool")
         tx_pools = list(tx_pools)
+        own = None
         if pool is None:
-            pool = PktmbufPool(max(4096, 4 * (1 << log2) * max(1, n_rx)), 256,
-                               name=f"memif{id}")
+            pool = own = PktmbufPool(max(4096, 4 * (1 << log2) * max(1, n_rx)), 256,
+                                     name=f"memif{id}")
+        try:
+            self._setup(role, socket, abstract, id, sec, nm, name, n_rx, n_tx, log2, bsize,
+                        zero_copy, flags, port, pool, tx_pools)
+        except BaseException:
+            if own is not None:          # a refused call leaves nothing behind
+                own.close(force=True)
+            raise
+
+    def _setup(self, role, socket, abstract, id, sec, nm, name, n_rx, n_tx, log2, bsize,
+               zero_copy, flags, port, pool, tx_pools) -> None:
         pools = [pool] + [p for p in tx_pools if p is not pool]
         for i, p in enumerate(pools):
             what = "pool" if i == 0 else "tx_pools"

@@ -114,6 +114,18 @@ def test_address_in_use_is_a_socket_error_and_leaks_nothing(pool, tmp_path):
     s.close()
 
 
+def test_refused_interface_without_a_pool_closes_the_pool_it_made(pool):
+    name = sock_name("own")
+    s = Memif.server(name, pool=pool, id=3)
+    try:
+        n = len(pool.domain.pools)
+        with pytest.raises(InvalidArgument):      # duplicate id: refused after the pool was made
+            Memif.server(name, id=3)
+        assert len(pool.domain.pools) == n
+    finally:
+        s.close()
+
+
 def test_duplicate_server_id_is_refused_and_the_first_keeps_working(pool):
     name = sock_name("dup")
     s = Memif.server(name, pool=pool, id=4)
