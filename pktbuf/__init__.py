@@ -23,11 +23,10 @@ _LAZY = {
     "PktmbufPool": "pktbuf.api.pools",
     "Mbuf": "pktbuf.api.mbuf",
     "Ring": "pktbuf.ring",
-    "Memif": "pktbuf.memif.interface",
+    "Memif": "pktbuf.api.memif",
     "Heap": "pktbuf.heap",
     "PageArena": "pktbuf.pagepool",
     "PagePool": "pktbuf.pagepool",
-    "MemifDisconnected": "pktbuf.memif.interface",
     "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.lcore",
@@ -35,13 +34,15 @@ _LAZY = {
     "MBUF_DTYPE": "pktbuf.mbuf.layout",
 }
 
-from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, InvalidArgument, InvalidHandle,  # noqa: E402
-                     NoRoom, OutOfMemory, OutOfRange, PktbufError, PoolExhausted, RefcntError,
+from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, InvalidArgument,  # noqa: E402
+                     InvalidHandle, MemifDisconnected, MemifError, MemifSocketError, NoRoom,
+                     OutOfMemory, OutOfRange, PktbufError, PoolExhausted, RefcntError,
                      SanityCheckError)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
-                                "RefcntError", "ChainTooLong", "SanityCheckError", "Busy"])
+                                "RefcntError", "ChainTooLong", "SanityCheckError", "Busy",
+                                "MemifError", "MemifDisconnected", "MemifSocketError"])
 
 
 def __getattr__(name):

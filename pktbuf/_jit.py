@@ -7,12 +7,15 @@ Every kernel in the package is declared with :func:`kernel` so the options never
   from a user's own ``@njit(nogil=True)`` code;
 * ``error_model="numpy"`` -- no Python exception machinery for division;
 * no bounds checking -- kernels validate what they are given where it matters and return error
-  codes instead of raising;
+  codes instead of raising (``NUMBA_BOUNDSCHECK=1`` turns Numba's checks back on, and the
+  checked build -- :data:`CHECKED` -- checks the raw copies);
+* integer arguments compiled as ``int64`` (:func:`kernel`), so few versions get compiled;
 * **no NRT** (``_nrt=False``).  With Numba's runtime on, every compiled function takes a
-  reference on each array it is passed -- for a ``DomainState`` that is nine atomic increments
-  at entry and nine decrements at exit, ~100 ns per call, more than a whole burst of 32 mbufs
-  costs (measured: mempool get+put of 32 went from 220 ns to 23 ns).  The price: kernels do not
-  allocate arrays and never return a view of an argument.  Scratch space comes from the caller
+  reference on each array it is passed (an atomic increment at entry, a decrement at exit):
+  per call that can cost more than a whole burst of work.  (State passed as a block --
+  :mod:`pktbuf.block` -- is a plain pointer and costs nothing either way; the arrays users pass,
+  bursts of handles, still would.)  The price: kernels do not allocate arrays and never return
+  a view of an argument.  Scratch space comes from the caller
   or from the stack (:func:`pktbuf.rawmem.stack_i32`); views of raw memory
   (:func:`pktbuf.rawmem.addr_u8`) carry no reference and are fine.  (A kernel compiled with the
   runtime cannot be called from one without it: Numba then types its ``np.empty`` in the
@@ -24,7 +27,9 @@ code on failure (see :mod:`pktbuf.errors`).  The facade classes turn codes into 
 Cache invalidation: Numba keys a cached function on its own source file only, so a kernel that
 calls (and inlines) a kernel from another module would keep stale code after that module
 changed.  pktbuf therefore registers a cache locator that stamps every pktbuf kernel with the
-state of *all* of pktbuf's source files: changing any of them recompiles every kernel.
+state of *all* of pktbuf's source files and the build variant, and puts that tag in every cache
+file's name: changing any source recompiles every kernel, and the files of older sources are
+deleted.
 (Your own ``cache=True`` functions that call pktbuf kernels are stamped by Numba with your file
 only: clear their cache, ``__pycache__/*.nbi|nbc``, after upgrading pktbuf.)
 """

@@ -52,9 +52,9 @@ def _bench(argv) -> int:
 
 def _demo(argv) -> int:
     try:
-        m = importlib.import_module("pktbuf.memif.demo")
+        m = importlib.import_module("pktbuf.apps.demo")
     except ModuleNotFoundError as e:
-        if e.name not in ("pktbuf.memif", "pktbuf.memif.demo"):
+        if e.name not in ("pktbuf.apps", "pktbuf.apps.demo"):
             raise
         print("pktbuf demo: the memif demo is not available in this version", file=sys.stderr)
         return 2

@@ -164,6 +164,39 @@ def check_handles(objs, name: str = "handles") -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
+# ---------------------------------------------------------------------------------------------
+# memif
+
+class MemifError(PktbufError):
+    """Base class of the errors of a memif interface."""
+
+
+class MemifDisconnected(MemifError):
+    """The interface is not connected (closed, or ``wait_connected`` timed out)."""
+
+
+class MemifSocketError(MemifError):
+    """The interface's socket cannot be set up (address in use, no permission); ``errno`` is
+    the system's error number."""
+
+    def __init__(self, msg: str = "", errno: int | None = None):
+        super().__init__(msg)
+        self.errno = errno
+
+
+class ProtocolError(MemifError):
+    """A control message the peer sent breaks the memif protocol.
+
+    ``reason`` is the DISCONNECT string sent back (DPDK 22.11's wording where it has one),
+    ``detail`` what was wrong.
+    """
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
 class AddressInUse(PktbufError, OSError):
     """Shared memory cannot be mapped at the address it must have in this process."""
     code = E_BUSY

@@ -48,11 +48,8 @@ from .mempool.kernels import (mempool_avail_count, mempool_cache_flush, mempool_
                               mempool_get_bulk, mempool_in_use_count, mempool_put,
                               mempool_put_bulk)
 from .lcore import LCORE_ANY, MAX_LCORE  # noqa: F401
-from .memif.datapath import link_up as memif_link_up  # noqa: F401
-from .memif.datapath import rx_burst as memif_rx_burst  # noqa: F401
-from .memif.datapath import tx_burst as memif_tx_burst  # noqa: F401
-from .memif.poll import backoff_idle, backoff_new, backoff_reset  # noqa: F401
-from .memif.poll import rx_wait as memif_rx_wait  # noqa: F401
+from .memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noqa: F401
+from .memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
 from .heap.kernels import (heap_calloc, heap_free, heap_get_stats, heap_malloc,  # noqa: F401
                            heap_malloc_validate, heap_realloc, heap_validate, heap_zmalloc)

@@ -26,7 +26,6 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
 from ._jit import CHECKED
-from .shm import Region  # noqa: F401  (transitional: Region lives in pktbuf.shm)
 
 
 __all__ = ["lazy_zeros", "array_address", "addr_u8", "memcpy", "memmove", "memset",

@@ -1,42 +1,13 @@
 """memif: DPDK-compatible shared-memory packet interface (both roles, copy and zero-copy).
 
-Facade: :class:`Memif` (``Memif.client(...)`` / ``Memif.server(...)``).  Kernels for your own
-``@njit`` loops: :func:`rx_burst`, :func:`tx_burst`, :func:`link_up` (:mod:`.datapath`) and the
-idle strategies :func:`backoff_idle`, :func:`rx_wait` (:mod:`.poll`).
+The facade is :class:`pktbuf.Memif` (:mod:`pktbuf.api.memif`).  Kernels for your own ``@njit``
+loops, in :mod:`pktbuf.kernels`: ``memif_rx_burst``, ``memif_tx_burst``, ``memif_link_up``
+(:mod:`.datapath`), ``memif_rx_wait``, ``memif_link_wait`` (:mod:`.poll`).
 
 Modules: :mod:`.proto` (messages), :mod:`.layout` (shared-memory layout), :mod:`.control`
-(socket and handshake), :mod:`.queue` (kernel queue state), :mod:`.validate` (peer data checks),
-:mod:`.datapath` (bursts), :mod:`.poll` (idle/interrupt), :mod:`.interface` (the facade).
+(socket and handshake), :mod:`.device` (one interface's control plane: memory, queues,
+connect and teardown), :mod:`.peermem` (peer regions between guard pages), :mod:`.queue`
+(kernel queue state), :mod:`.validate` (peer data checks), :mod:`.datapath` (the bursts) over
+:mod:`.rx_copy`, :mod:`.tx_copy`, :mod:`.zerocopy` and :mod:`.burst`, :mod:`.poll`
+(interrupt waits).  docs/memif.md states the wire facts they rely on.
 """
-from __future__ import annotations
-
-_LAZY = {
-    "Memif": "pktbuf.memif.interface",
-    "MemifDisconnected": "pktbuf.memif.interface",
-    "MemifQueue": "pktbuf.memif.queue",
-    "ProtocolError": "pktbuf.memif.proto",
-    "rx_burst": "pktbuf.memif.datapath",
-    "tx_burst": "pktbuf.memif.datapath",
-    "link_up": "pktbuf.memif.datapath",
-    "backoff_new": "pktbuf.memif.poll",
-    "backoff_idle": "pktbuf.memif.poll",
-    "backoff_reset": "pktbuf.memif.poll",
-    "rx_wait": "pktbuf.memif.poll",
-    "link_wait": "pktbuf.memif.poll",
-}
-
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name):
-    mod = _LAZY.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'pktbuf.memif' has no attribute {name!r}")
-    import importlib
-    value = getattr(importlib.import_module(mod), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return __all__

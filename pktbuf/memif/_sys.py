@@ -1,7 +1,7 @@
-"""System calls usable from kernels: eventfd signalling, poll, yield and sleep.
+"""System calls memif's kernels make: eventfd signalling and draining, poll on one fd.
 
 Numba cannot call into the OS by itself.  These intrinsics declare the libc functions by name
-(``write``, ``read``, ``poll``, ``clock_gettime``; ``sched_yield``/``usleep`` are in
+(``write``, ``read``, ``poll``; ``sched_yield``, ``usleep`` and ``clock_gettime`` are in
 :mod:`pktbuf.idle`) and call them; the symbols are
 resolved when the compiled code is loaded, so the functions stay cacheable (``cache=True``),
 unlike a ``ctypes`` function pointer, which would be baked into the code as an address.
@@ -43,26 +43,6 @@ def _c_poll1(typingctx, fd, timeout_ms):
         return builder.sext(r, _I64)
 
     return types.int64(fd, timeout_ms), codegen
-
-
-@intrinsic
-def _c_now_ns(typingctx):
-    def codegen(context, builder, sig, args):
-        ts = cgutils.alloca_once(builder, _I64, size=2)       # struct timespec
-        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, [_I32, _I8P]),
-                                           "clock_gettime")
-        builder.call(f, [ir.Constant(_I32, 1), builder.bitcast(ts, _I8P)])   # CLOCK_MONOTONIC
-        sec = builder.load(ts)
-        nsec = builder.load(builder.gep(ts, [ir.Constant(_I32, 1)]))
-        return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
-
-    return types.int64(), codegen
-
-
-@kernel
-def now_ns():
-    """CLOCK_MONOTONIC in nanoseconds (same clock as Python's ``time.monotonic_ns()``)."""
-    return _c_now_ns()
 
 
 @intrinsic

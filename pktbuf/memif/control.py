@@ -2,9 +2,10 @@
 
 The handshake classes are pure state machines over parsed messages (:mod:`.proto`): feed each
 received message to ``on_message`` and send what it returns.  They check that every message
-is acceptable *in the current state* and raise :class:`~pktbuf.memif.proto.ProtocolError`
-with the DISCONNECT reason otherwise.  The interface (:mod:`.interface`) supplies the parts that
-touch memory (creating the client's regions and rings, mapping the server's view of them).
+is acceptable *in the current state* and raise :class:`~pktbuf.errors.ProtocolError`
+with the DISCONNECT reason otherwise.  The interface's control plane (:mod:`.device`) supplies
+the parts that touch memory (creating the client's regions and rings, mapping the server's
+view of them).
 
 :class:`ControlLoop` is the one thread per socket that runs them: it accepts (server) or
 connects (client, reconnecting if asked), moves messages, notices EOF and DISCONNECT, and
@@ -12,7 +13,7 @@ every few milliseconds asks its interfaces whether a data-path kernel has taken 
 after a validation failure (then it disconnects with that reason).  It sleeps in ``select``
 when there is nothing to do, so an idle interface costs no CPU.
 
-Lock-step (``shared/specs/memif.md`` 3): the client sends INIT only after HELLO and each next
+Lock-step (docs/memif.md, "Handshake"): the client sends INIT only after HELLO and each next
 message only after the previous ACK; the server answers every message with exactly one.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ import threading
 import time
 
 from . import proto as P
-from .proto import ProtocolError
+from ..errors import ProtocolError
 
 _ANC = socket.CMSG_SPACE(8 * 4) + socket.CMSG_SPACE(12)  # room for a few fds + ucred
 _RECV = 2 * P.MSG_SIZE
@@ -261,6 +262,14 @@ class ControlLoop:
         self._thread: threading.Thread | None = None
         self._retry_at = 0.0
         self._retry_delay = 0.05
+        self.steps = 0          # loop iterations completed (tests wait on it, not on sleeps)
+        self.accepted = 0       # connections accepted (server)
+        self.attempts = 0       # connect() calls (client)
+
+    @property
+    def next_attempt(self) -> float:
+        """Client: the ``time.monotonic()`` before which no connect is attempted (back-off)."""
+        return self._retry_at
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -320,6 +329,7 @@ class ControlLoop:
                     for c in list(self._conns):
                         self._drop(c, f"Internal error: {e!r}"[:90], send=True)
                 time.sleep(self.TICK)
+            self.steps += 1
 
     def _step(self) -> None:
         if self.role == "client":
@@ -353,6 +363,7 @@ class ControlLoop:
             s, _ = self._listen.accept()
         except (BlockingIOError, InterruptedError):
             return
+        self.accepted += 1
         s.setblocking(True)
         s.settimeout(5.0)
         hs = ServerHandshake(self._lookup)
@@ -389,6 +400,7 @@ class ControlLoop:
                 return
             s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             s.settimeout(5.0)
+            self.attempts += 1
             try:
                 s.connect(self.address)
             except OSError as e:

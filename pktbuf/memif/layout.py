@@ -1,7 +1,7 @@
 """memif shared-memory layout: ring header and descriptor dtypes, region arithmetic.
 
-Facts from DPDK 22.11 ``net_memif`` on x86_64 (64-byte cache lines), see
-``shared/specs/memif.md`` section 4:
+Facts from DPDK 22.11 ``net_memif`` on x86_64 (64-byte cache lines); docs/memif.md,
+"Shared memory", says where they come from:
 
 * a ring is a 128-byte header followed by ``N = 2**log2`` 16-byte descriptors;
 * header: ``cookie`` u32 @0, ``flags`` u16 @4 (bit 0 = MASK_INT), ``head`` u16 @6,
@@ -12,14 +12,17 @@ Facts from DPDK 22.11 ``net_memif`` on x86_64 (64-byte cache lines), see
   rings, then the buffers, slot ``j`` of ring ``g`` (C2S rings first) at
   ``buffers + (g * N + j) * bsize``.
 
-Kernels reach ring fields through ``uint16``/``uint32`` views of the header (the word indices
-below); Python code can use the structured views :func:`ring_header_view` and
-:func:`desc_view`.
+Kernels reach ring fields through ``uint16``/``uint32`` views of the ring (the word indices
+below: ``H16_*`` in the u16 view of the header, ``D_W_*`` in the four u32 words of a
+descriptor, found with :func:`desc_word`); Python code uses the structured views
+:func:`ring_header_view` and :func:`desc_view`.  Word 3 of a descriptor (``metadata``) is
+neither read nor written by pktbuf, as by DPDK.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .._jit import kernel
 from .proto import COOKIE
 
 CACHE_LINE = 64
@@ -43,17 +46,23 @@ DESC_DTYPE = np.dtype({
     "itemsize": DESC_SIZE,
 })
 
-# word indices for kernels: u16 view of the header / u32 view of header+descriptors
+# word indices for kernels: u16 view of the header
 H16_FLAGS = 2
 H16_HEAD = 3
 H16_TAIL = CACHE_LINE // 2
-H32_COOKIE = 0
-D32_BASE = RING_HDR_SIZE // 4      # first descriptor, in u32 words
-# descriptor words (u32 view, 4 words per descriptor): w0 = flags | region << 16
-D_W_FLAGS_REGION = 0
+# descriptor words in the u32 view of header + descriptors (4 words per descriptor)
+D32_BASE = RING_HDR_SIZE // 4      # first descriptor
+DESC_WORDS = DESC_SIZE // 4
+D_W_FLAGS_REGION = 0               # flags (low half: u16 index 2 * word) | region << 16
 D_W_LENGTH = 1
 D_W_OFFSET = 2
-D_W_METADATA = 3
+
+
+@kernel(inline="always")
+def desc_word(slot):
+    """Index of slot ``slot``'s first descriptor word in the u32 view of the ring; its
+    ``flags`` are the u16 at twice that index in the u16 view (little-endian)."""
+    return D32_BASE + DESC_WORDS * slot
 
 
 def ring_bytes(log2_ring_size: int) -> int:

@@ -1,21 +1,17 @@
-"""Polling discipline: back-off when idle, and interrupt waits on the ring eventfds.
+"""Waiting on a memif queue: interrupt mode through the ring eventfds, and the link.
 
-On a 2-core machine three busy-polling processes collapse throughput (about 100x measured):
-a poller that finds nothing must give the CPU away.  Two tools, both usable from ``@njit``:
+* :func:`memif_rx_wait`: interrupt mode.  If the queue's receive ring has ``MASK_INT`` clear
+  (the interface was created with ``interrupt=True``), the peer writes the ring's eventfd
+  after it publishes; ``memif_rx_wait`` blocks in ``poll()`` on it (up to ``timeout_ms``) and
+  drains it.  DPDK's memif never clears ``MASK_INT`` on its own Rx rings, but pktbuf as a
+  sender honours a peer that did, and pktbuf as a receiver sleeps when its peer signals (a
+  pktbuf peer does; so does a DPDK 22.11 peer from its copy-mode Tx -- docs/memif.md,
+  "Interrupts").  Without the flag it takes one step of pktbuf's polling back-off
+  (:func:`pktbuf.idle.idle_backoff`) instead, so a loop written with it never spins at full
+  speed.
+* :func:`memif_link_wait`: sleep until the queue's link is up.
 
-* :func:`backoff_idle` / :func:`backoff_reset` over a small ``int64`` state array
-  (:func:`backoff_new`) that counts consecutive empty polls; the policy is the core's
-  :func:`pktbuf.idle.idle_backoff` (``pause`` spins, then ``sched_yield``, then sleeps growing
-  to ``SLEEP_MAX_US`` = 1 ms).  A poll that finds work resets it.  An idle interface then costs
-  about a thousand short wake-ups per second instead of a core.
-* :func:`rx_wait`: interrupt mode.  If the queue's receive ring has ``MASK_INT`` clear (the
-  interface was created with ``interrupt=True``), the peer writes the ring's eventfd after it
-  publishes; ``rx_wait`` blocks in ``poll()`` on it (up to ``timeout_ms``) and resets the
-  counter.  DPDK's memif never clears ``MASK_INT`` on its own Rx rings, but pktbuf as a sender
-  honours a peer that did, and pktbuf as a receiver sleeps when its peer signals (a pktbuf peer
-  does; a DPDK 22.11 peer signals from its copy-mode Tx, ``shared/specs/memif.md`` 5.5).
-  Without the flag ``rx_wait`` falls back to one back-off step, so a loop written with it never
-  spins at full speed.
+Both are kernels for your own ``@njit`` loops, as the bursts are.
 """
 from __future__ import annotations
 
@@ -23,41 +19,22 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import load_acquire, load_relaxed
-from ..idle import idle_backoff, usleep
+from ..idle import IDLE_SLEEP_MAX_US, idle_backoff, usleep
+from ..rawmem import addr_u8
 from ._sys import eventfd_drain, fd_wait
 from .layout import H16_FLAGS, RING_FLAG_MASK_INT, RING_HDR_SIZE
-from .queue import Q_EVENTFD, Q_RING, S_UP, queue_enter, queue_leave
-from ..rawmem import addr_u8
+from .queue import Q_EVENTFD, Q_RING, QS_UP, queue_enter, queue_leave
 
-SLEEP_MAX_US = 1000
-
-B_IDLE = 0        # consecutive empty polls
-B_WORDS = 4
-
-
-def backoff_new() -> np.ndarray:
-    """A fresh back-off state for one polling loop."""
-    return np.zeros(B_WORDS, np.int64)
+__all__ = ["memif_rx_wait", "memif_link_wait"]
 
 
 @kernel
-def backoff_reset(b):
-    """Call after a poll that found work."""
-    b[B_IDLE] = 0
+def memif_rx_wait(q, empty_polls, timeout_ms):
+    """Wait for traffic on an Rx queue: block on its eventfd in interrupt mode, else back off
+    (``idle_backoff(empty_polls, IDLE_SLEEP_MAX_US)``; count your empty polls as for it).
 
-
-@kernel
-def backoff_idle(b):
-    """Call after an empty poll: spin, then yield, then sleep (``pktbuf.idle.idle_backoff``)."""
-    idle_backoff(b[B_IDLE], SLEEP_MAX_US)
-    b[B_IDLE] += 1
-
-
-@kernel
-def rx_wait(q, b, timeout_ms):
-    """Wait for traffic on an Rx queue: block on its eventfd in interrupt mode, else back off.
-
-    Returns 1 if woken by the eventfd, 0 otherwise (timeout, polling mode, link down).
+    Returns 1 if woken by the eventfd, 0 otherwise (timeout, polling mode, link down -- then
+    after a 1 ms sleep, so a loop over a down link does not spin).
     """
     if not queue_enter(q):
         usleep(1000)
@@ -70,16 +47,16 @@ def rx_wait(q, b, timeout_ms):
             eventfd_drain(fd)
             woken = 1
     else:
-        backoff_idle(b)
+        idle_backoff(empty_polls, IDLE_SLEEP_MAX_US)
     queue_leave(q)
     return woken
 
 
 @kernel
-def link_wait(q, timeout_ms):
+def memif_link_wait(q, timeout_ms):
     """Sleep until the queue's link is up or ``timeout_ms`` passed; True if up."""
     waited = 0
-    while load_acquire(q.st, S_UP) == 0:
+    while load_acquire(q.st, QS_UP) == 0:
         if waited >= timeout_ms * 1000:
             return False
         usleep(1000)

@@ -1,10 +1,10 @@
 """memif control messages: constants, builders and a strict parser.
 
 Pure Python, no I/O: every function maps bytes to a parsed message or raises
-:class:`ProtocolError`, whose ``reason`` is the string a DPDK 22.11 peer would put in its
-DISCONNECT message for the same fault (see ``shared/specs/memif.md`` sections 2 and 7).  That
-makes the parser easy to fuzz: any 128-byte (or other) input either parses or raises
-``ProtocolError``, nothing else.
+:class:`~pktbuf.errors.ProtocolError`, whose ``reason`` is the string a DPDK 22.11 peer would
+put in its DISCONNECT message for the same fault (docs/memif.md, "Control messages" and
+"Disconnect").  That makes the parser easy to fuzz: any 128-byte (or other) input
+either parses or raises ``ProtocolError``, nothing else.
 
 Wire facts (memif protocol 2.0 as implemented by DPDK ``net_memif``): every message is exactly
 128 bytes, host byte order (little-endian on x86_64), packed; bytes 0-1 hold the type and the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..errors import PktbufError
+from ..errors import ProtocolError  # noqa: F401  (raised here, defined with the others)
 
 # -- protocol constants ------------------------------------------------------------------------
 MSG_SIZE = 128
@@ -30,7 +30,6 @@ MAX_LOG2_RING_SIZE = 14
 MAX_REGIONS = 256
 MAX_QUEUES = 255            # queue pairs; ring index 0..254
 
-MSG_NONE = 0
 MSG_ACK = 1
 MSG_HELLO = 2
 MSG_INIT = 3
@@ -39,12 +38,7 @@ MSG_ADD_RING = 5
 MSG_CONNECT = 6
 MSG_CONNECTED = 7
 MSG_DISCONNECT = 8
-MSG_NAMES = {MSG_NONE: "NONE", MSG_ACK: "ACK", MSG_HELLO: "HELLO", MSG_INIT: "INIT",
-             MSG_ADD_REGION: "ADD_REGION", MSG_ADD_RING: "ADD_RING", MSG_CONNECT: "CONNECT",
-             MSG_CONNECTED: "CONNECTED", MSG_DISCONNECT: "DISCONNECT"}
 
-RING_C2S = 0
-RING_S2C = 1
 ADD_RING_FLAG_C2S = 0x1
 MODE_ETHERNET = 0
 
@@ -72,18 +66,6 @@ R_COOKIE = "Wrong ring cookie"
 R_NO_RINGS = "No rings"
 R_CLOSED = "Device closed"
 R_EOF = "Peer closed the connection"
-
-
-class ProtocolError(PktbufError):
-    """A control message the peer sent breaks the memif protocol.
-
-    ``reason`` is the DISCONNECT string we send back (DPDK's wording where it has one).
-    """
-
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 # -- parsed messages ---------------------------------------------------------------------------
@@ -232,7 +214,7 @@ def parse(buf) -> object:
     Returns one of :class:`Ack`, :class:`Hello`, :class:`Init`, :class:`AddRegion`,
     :class:`AddRing`, :class:`Connect`, :class:`Connected`, :class:`Disconnect`.  Raises
     :class:`ProtocolError` with ``R_SIZE`` for a length other than 128 and ``R_TYPE`` for an
-    unknown type.  Field values are returned as sent; whether they are acceptable depends on the
+    unknown type (0, or above 8).  Field values are returned as sent; whether they are acceptable depends on the
     connection state and is checked by :mod:`pktbuf.memif.control`.
     """
     b = bytes(buf)

@@ -16,13 +16,11 @@ import numpy as np
 from .._jit import kernel
 from .queue import Q_NREGIONS
 
-V_OK = 0
 V_RING_INDEX = 1
 V_DESC_REGION = 2
 V_DESC_BOUNDS = 3
 V_DESC_LENGTH = 4
 V_CHAIN = 5
-V_COOKIE = 6
 
 REASONS = {
     V_RING_INDEX: "Ring index out of range",
@@ -30,7 +28,6 @@ REASONS = {
     V_DESC_BOUNDS: "Descriptor buffer outside its region",
     V_DESC_LENGTH: "Descriptor length exceeds buffer size",
     V_CHAIN: "Descriptor chain longer than the ring",
-    V_COOKIE: "Wrong ring cookie",
 }
 
 IDX_MASK = 0xFFFF
@@ -40,12 +37,6 @@ IDX_MASK = 0xFFFF
 def ring_distance(a, b):
     """``(a - b) mod 2**16``: the distance between two free-running u16 ring indices."""
     return (np.int64(a) - np.int64(b)) & IDX_MASK
-
-
-@kernel(inline="always")
-def index_ok(peer, mine, limit):
-    """True if the peer's index is at most ``limit`` slots ahead of ours."""
-    return ring_distance(peer, mine) <= limit
 
 
 @kernel(inline="always")

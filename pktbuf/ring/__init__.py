@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidArgument, check_count, check_handles
-from ..rawmem import Region
+from ..shm import Region
 from . import kernels as K
 from .kernels import (RING_F_EXACT_SZ, RING_F_SC_DEQ, RING_F_SP_ENQ, RING_HDR_WORDS, RING_MAGIC,
                       RING_SZ_MASK)

@@ -13,7 +13,7 @@ from pktbuf.atomics import (cas, exchange, fence, fetch_add, fetch_and, fetch_or
                             field_cas, field_fetch_add, field_load_acquire, field_store_release,
                             load_acquire, load_relaxed, store_release, store_relaxed, cpu_pause,
                             compiler_barrier)
-from pktbuf.rawmem import Region
+from pktbuf.shm import Region
 
 REC = np.dtype([("a", np.uint64), ("refcnt", np.uint16), ("b", np.int32)], align=True)
 
@@ -116,7 +116,7 @@ CHILD = textwrap.dedent("""
     import sys
     import numpy as np
     sys.path.insert(0, {root!r})
-    from pktbuf.rawmem import Region
+    from pktbuf.shm import Region
     from tests.core.test_atomics import _hammer
     fd, n = int(sys.argv[1]), int(sys.argv[2])
     r = Region.attach(fd, 4096)

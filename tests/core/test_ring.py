@@ -179,7 +179,7 @@ def test_two_processes_share_a_ring():
 
 
 def test_attach_rejects_memory_that_is_not_a_ring():
-    from pktbuf.rawmem import Region
+    from pktbuf.shm import Region
     reg = Region(4096, "not-a-ring")
     with pytest.raises(ValueError):
         Ring.attach(os.dup(reg.fd), 4096)

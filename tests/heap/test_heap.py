@@ -8,7 +8,7 @@ from pktbuf import DoubleFree, InvalidArgument, InvalidHandle, OutOfMemory
 from pktbuf.heap import GRAIN, Heap
 from pktbuf.heap import kernels as K
 from pktbuf.heap.layout import ELEM_BUSY, ELEM_FREE
-from pktbuf.rawmem import Region
+from pktbuf.shm import Region
 
 from .conftest import assert_unchanged, check_invariants, snapshot, walk
 

@@ -16,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from pktbuf import DoubleFree, InvalidHandle, OutOfMemory
 from pktbuf.heap import GRAIN, Heap
 from pktbuf.heap.layout import ELEM_FREE
-from pktbuf.rawmem import Region
+from pktbuf.shm import Region
 
 from .conftest import assert_unchanged, check_invariants, snapshot, walk
 from .naive import NaiveHeap

@@ -1,7 +1,7 @@
 import pytest
 
 import pktbuf
-from pktbuf.memif import Memif
+from pktbuf import Memif
 
 from .helpers import exchange, payloads, sock_name
 
@@ -29,10 +29,11 @@ def warm():
     exchange(s, c, pool, payloads([64, 3000]), [None, 1000])
     c.close()
     s.close()
-    from pktbuf.memif import poll
-    b = poll.backoff_new()
-    poll.backoff_idle(b)
-    poll.backoff_reset(b)
+    from pktbuf.idle import idle_backoff
+    from pktbuf.memif.poll import memif_link_wait, memif_rx_wait
+    idle_backoff(0, 1)
+    memif_rx_wait(c.rx_queue(0), 0, 0)          # link down now: returns after 1 ms
+    memif_link_wait(c.rx_queue(0), 0)
     yield
     pool.close(force=True)
 

@@ -1,14 +1,23 @@
-"""Polling discipline: back-off when idle, interrupt mode through the ring eventfds."""
+"""Waiting on a queue: interrupt mode through the ring eventfds, polling-mode back-off, link.
+
+Blocking is proven, not guessed from a sleep: a waiting thread is seen inside ``poll()`` on one
+fd with the timeout it was given (/proc/<pid>/task/<tid>/syscall), and a receiver in polling
+mode is shown not to touch the eventfd at all.
+"""
+import os
 import threading
-import time
 
 import numpy as np
 import pytest
 
-from pktbuf.memif import Memif, layout as L
-from pktbuf.memif.poll import B_IDLE, backoff_idle, backoff_new, backoff_reset, link_wait, rx_wait
+from pktbuf import Memif
+from pktbuf.memif import layout as L
+from pktbuf.memif.poll import memif_link_wait, memif_rx_wait
 
 from .helpers import make_packet, sock_name, wait_for
+
+SYS_POLL = 7          # x86_64 syscall numbers
+SYS_PPOLL = 271
 
 
 def _pair(pool, **kw):
@@ -21,24 +30,46 @@ def _pair(pool, **kw):
     return c, s
 
 
-def test_backoff_counts_empty_polls_and_resets():
-    b = backoff_new()
-    for _ in range(300):          # past the pause and yield stages: sleeps of a few us
-        backoff_idle(b)
-    assert b[B_IDLE] == 300
-    backoff_reset(b)
-    assert b[B_IDLE] == 0
-
-
 def _rings_flags(m):
     """MASK_INT of (C2S, S2C) as the client's memory shows it."""
-    arr = m._regions[0].array
-    n = m._plan_info
-    info = n[4]
-    out = {}
-    for c2s, k, off, _ in info:
-        out["c2s" if c2s else "s2c"] = int(L.ring_header_view(arr, off)["flags"]) & 1
-    return out
+    arr = m.device.regions[0].array
+    return {"c2s" if c2s else "s2c": int(L.ring_header_view(arr, off)["flags"]) & 1
+            for c2s, _, off in m.device.ring_offsets}
+
+
+def _in_poll(tid: int, timeout_ms: int) -> bool:
+    """True while thread ``tid`` of this process sits in poll() on one fd with ``timeout_ms``."""
+    try:
+        with open(f"/proc/self/task/{tid}/syscall") as f:
+            fields = f.read().split()
+    except OSError:
+        return False
+    if not fields or fields[0] not in (str(SYS_POLL), str(SYS_PPOLL)):
+        return False
+    nfds = int(fields[2], 16)
+    return nfds == 1 and (fields[0] == str(SYS_PPOLL) or int(fields[3], 16) == timeout_ms)
+
+
+class _Waiter:
+    """memif_rx_wait(q, 0, timeout_ms) in a thread; .tid, .result."""
+
+    def __init__(self, q, timeout_ms):
+        self.result = []
+        self.tid = None
+        self._ready = threading.Event()
+
+        def run():
+            self.tid = threading.get_native_id()
+            self._ready.set()
+            self.result.append(memif_rx_wait(q, 0, timeout_ms))
+
+        self.t = threading.Thread(target=run)
+        self.t.start()
+        assert self._ready.wait(10)
+
+    def wait_blocked(self, timeout_ms, deadline=10.0):
+        assert wait_for(lambda: _in_poll(self.tid, timeout_ms), deadline), \
+            "the waiter never blocked in poll()"
 
 
 @pytest.mark.parametrize("who", ["server", "client"])
@@ -49,29 +80,26 @@ def test_interrupt_mode_wakes_receiver(pool, who):
         flags = _rings_flags(c)
         assert flags == ({"c2s": 0, "s2c": 1} if who == "server" else {"c2s": 1, "s2c": 0})
         q = rx.rx_queue(0)
-        b = backoff_new()
-        rx_wait(q, b, 1)          # compiled before the thread starts; drains a stale count
-        res = []
-        t = threading.Thread(target=lambda: res.append(rx_wait(q, b, 10_000)))
-        t.start()
-        time.sleep(0.2)
-        assert t.is_alive()       # blocked in poll(), not spinning through a back-off
+        memif_rx_wait(q, 0, 1)          # compiled before the thread starts; drains a stale count
+        w = _Waiter(q, 10_000)
+        w.wait_blocked(10_000)          # blocked in poll(), not spinning through a back-off
+        assert w.t.is_alive() and w.result == []
         hs = np.array([make_packet(pool, b"wake")], np.int32)
         assert tx.tx_burst(hs) == 1
-        t.join(15)
-        assert res == [1]
+        w.t.join(15)
+        assert w.result == [1]
         assert tx.stats()["kicks"] == 1
         got = rx.rx_burst(4)
         assert [pool.mbuf(h).tobytes() for h in got] == [b"wake"]
         pool.free_bulk(got)
         # nothing pending: the wait times out and reports 0
-        assert rx_wait(q, b, 50) == 0
+        assert memif_rx_wait(q, 0, 50) == 0
     finally:
         c.close()
         s.close()
 
 
-def test_polling_receiver_gets_no_kicks(pool):
+def test_polling_receiver_gets_no_kicks_and_never_waits_on_the_eventfd(pool):
     c, s = _pair(pool)
     try:
         assert _rings_flags(c) == {"c2s": 1, "s2c": 1}
@@ -80,9 +108,13 @@ def test_polling_receiver_gets_no_kicks(pool):
         got = s.rx_burst(8)
         pool.free_bulk(got)
         assert c.stats()["kicks"] == 0
-        b = backoff_new()
-        assert rx_wait(s.rx_queue(0), b, 10_000) == 0    # falls back to one back-off step
-        assert b[B_IDLE] == 1
+        # polling mode: memif_rx_wait backs off instead of waiting on the eventfd.  With a
+        # count in the eventfd, a wait on it would return 1 and drain it; the back-off leaves
+        # it alone.
+        fd = s.rx_eventfd(0)
+        os.eventfd_write(fd, 1)
+        assert memif_rx_wait(s.rx_queue(0), 0, 10_000) == 0
+        assert os.eventfd_read(fd) == 1
     finally:
         c.close()
         s.close()
@@ -91,16 +123,13 @@ def test_polling_receiver_gets_no_kicks(pool):
 def test_disconnect_wakes_blocked_receiver(pool):
     c, s = _pair(pool, server={"interrupt": True})
     q = s.rx_queue(0)
-    b = backoff_new()
-    res = []
-    t = threading.Thread(target=lambda: res.append(rx_wait(q, b, 30_000)))
-    t.start()
-    time.sleep(0.2)
+    w = _Waiter(q, 30_000)
+    w.wait_blocked(30_000)            # really waiting when the link goes down
     c.close()                         # the server's link goes down while it waits
-    t.join(10)
-    assert not t.is_alive() and len(res) == 1
+    w.t.join(10)
+    assert not w.t.is_alive() and len(w.result) == 1
     assert wait_for(lambda: s.state == "listening")
-    assert rx_wait(q, b, 10) == 0     # link down: returns at once
+    assert memif_rx_wait(q, 0, 10) == 0     # link down: returns at once
     s.close()
 
 
@@ -108,8 +137,8 @@ def test_link_wait(pool):
     name = sock_name("lw")
     c = Memif.client(name, pool=pool)
     q = c.rx_queue(0)
-    assert not link_wait(q, 50)
+    assert not memif_link_wait(q, 50)       # no server exists: the link cannot be up
     s = Memif.server(name, pool=pool)
-    assert link_wait(q, 10_000)
+    assert memif_link_wait(q, 10_000)
     c.close()
     s.close()

@@ -22,7 +22,7 @@ def test_constants_match_dpdk_22_11():
 
 
 def test_copy_region_layout_matches_dpdk_worked_example():
-    # shared/specs/memif.md 4.1: 1 C2S + 1 S2C, rsize 10, bsize 2048
+    # docs/memif.md, "Shared memory": 1 C2S + 1 S2C, rsize 10, bsize 2048
     lay = L.copy_region_layout(1, 1, 10, 2048)
     assert lay["ring_size"] == 16512
     assert lay["rings"] == [(True, 0, 0), (False, 0, 16512)]

@@ -11,8 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from pktbuf.memif import Memif
-from pktbuf.memif import testpmd as T
+from pktbuf import Memif
+from pktbuf.apps import testpmd as T
 
 from .helpers import exchange, make_packet, payloads, sock_name, wait_for
 
@@ -192,7 +192,7 @@ class TestPktbufServerDpdkZeroCopy(_ServerRole):
 
     def test_zero_copy_descriptors_point_into_region_1(self, peer):
         m, pool, tp = peer
-        assert len(m._regions) >= 2       # region 0: rings, 1..: DPDK's EAL memory
+        assert len(m.device.regions) >= 2       # region 0: rings, 1..: DPDK's EAL memory
         _check_echo(m, pool, tp, mode="io", n_rounds=5)
 
 
@@ -216,9 +216,9 @@ def test_unsealed_zero_copy_region_is_refused_by_default(warm):
 
 def test_dpdk_sender_wakes_interrupt_mode_server(warm):
     """pktbuf server in interrupt mode (MASK_INT clear on C2S): DPDK's copy Tx writes the
-    eventfd, and rx_wait sleeps in poll() until it does."""
+    eventfd, and memif_rx_wait sleeps in poll() until it does."""
     import pktbuf
-    from pktbuf.memif.poll import backoff_new, rx_wait
+    from pktbuf.memif.poll import memif_rx_wait
     pool = pktbuf.PktmbufPool(4096, name="tp-irq")
     name = sock_name("tpirq")
     m = Memif.server(name, pool=pool, interrupt=True)
@@ -226,12 +226,13 @@ def test_dpdk_sender_wakes_interrupt_mode_server(warm):
     try:
         assert m.wait_connected(60), tp.log()[-2000:]
         q = m.rx_queue(0)
-        b = backoff_new()
-        while rx_wait(q, b, 0):       # drain anything pending
+        while memif_rx_wait(q, 0, 0):       # drain anything pending
             pass
-        assert rx_wait(q, b, 200) == 0            # idle: the wait times out
+        assert tp.port_stats()["tx_packets"] == 0
+        assert memif_rx_wait(q, 0, 200) == 0        # nothing sent: the wait times out
+        assert tp.port_stats()["tx_packets"] == 0   # (and nothing was sent meanwhile)
         _forward(tp, "txonly")
-        woke = rx_wait(q, b, 10_000)
+        woke = memif_rx_wait(q, 0, 10_000)
         tp.stop_forwarding()
         assert woke == 1
         got = 0
@@ -273,3 +274,34 @@ def test_pktbuf_zero_copy_client_with_testpmd_server(warm):
         tp.cleanup()
     assert pool.avail_count == pool.n
     pool.close()
+
+
+@pytest.mark.parametrize("how", ["quit", "killed", "eal-fails"])
+def test_testpmd_leaves_no_runtime_directory(warm, how):
+    """EAL creates /var/run/dpdk/<prefix> (or its user equivalent) and leaves it behind even on
+    a clean quit; the driver removes it once the process is gone, however it ended."""
+    before = T.own_runtime_dirs()
+    # EAL 22.11 refuses --in-memory with --no-huge, after it made the runtime directory
+    extra = ["--in-memory"] if how == "eal-fails" else []
+    tp = T.Testpmd("server", sock_name("tprt"), fwd="io", eal_extra=extra).start()
+    try:
+        if how == "eal-fails":
+            tp.proc.wait(60)
+            assert tp.proc.returncode != 0
+        else:
+            assert tp.wait_listening(60), tp.log()[-2000:]
+        # the directory really is there (so the check below can fail)
+        assert os.path.isdir(tp.runtime_dir), (tp.runtime_dir, tp.log()[-1000:])
+        if how == "killed":
+            os.killpg(tp.proc.pid, 9)
+            tp.proc.wait(10)
+    finally:
+        tp.cleanup()
+    assert not tp.alive()
+    assert not os.path.exists(tp.runtime_dir)
+    assert T.own_runtime_dirs() == before
+
+
+def test_zz_no_runtime_directories_left_by_this_module():
+    """Runs last in this module: every testpmd above has been cleaned up, directories too."""
+    assert T.own_runtime_dirs() == []

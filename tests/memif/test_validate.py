@@ -12,15 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pktbuf
-from pktbuf.memif import datapath as DP
+from pktbuf.memif.datapath import memif_rx_burst, memif_tx_burst
 from pktbuf.memif import layout as L
 from pktbuf.memif import validate as V
 from pktbuf.memif.queue import (K_CLIENT_RX, K_CLIENT_TX, K_SERVER_RX, K_SERVER_TX, P_EQ,
                                 P_GENERAL, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
-                                Q_HEADROOM, Q_KIND, Q_LOG2, Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS,
-                                Q_PATH, Q_POOL, Q_RING, S_ERR, S_UP,
+                                Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS,
+                                Q_PATH, Q_POOL, Q_RING, QS_ERR, QS_UP,
                                 queue_alloc, queue_up)
-from pktbuf.rawmem import Region
+from pktbuf.memif.rx_copy import rx_refill
+from pktbuf.shm import Region
 
 LOG2 = 4
 N = 1 << LOG2
@@ -53,14 +54,12 @@ def _queue(pool, regions, kind, path, bsize=2048):
     c[Q_KIND] = kind
     c[Q_PATH] = path
     c[Q_RING] = r0.address
-    c[Q_LOG2] = LOG2
     c[Q_N] = N
     c[Q_MASK] = N - 1
     c[Q_BSIZE] = bsize
     c[Q_BUF_BASE] = r0.address + L.ring_bytes(LOG2)
     c[Q_POOL] = pool.id
     c[Q_MBUF_CAP] = pool.data_room - pool.headroom
-    c[Q_HEADROOM] = pool.headroom
     c[Q_EVENTFD] = -1
     c[Q_NREGIONS] = 2
     q.regions[0] = (r0.address, r0.size)
@@ -132,14 +131,14 @@ def test_fuzz_server_rx_descriptors(vpool, regions, descs, head, path):
     # descriptor at its own ring header, where our burst then writes the new tail)
     arrays = (r0.array.copy(), r1.array.copy())
     out = np.empty(64, np.int32)
-    got = DP.rx_burst(vpool.domain.state, q, 0, out, 64)
+    got = memif_rx_burst(vpool.domain.state, q, 0, out, 64)
     err, ref = _reference_rx(descs, head, [r0.size, r1.size], 64)
     if err:
-        assert got == 0 and q.st[S_ERR] == err and q.st[S_UP] == 0
+        assert got == 0 and q.st[QS_ERR] == err and q.st[QS_UP] == 0
         assert vpool.avail_count == before
-        assert DP.rx_burst(vpool.domain.state, q, 0, out, 64) == 0    # stays down
+        assert memif_rx_burst(vpool.domain.state, q, 0, out, 64) == 0    # stays down
         return
-    assert q.st[S_ERR] == 0
+    assert q.st[QS_ERR] == 0
     assert got == len(ref)
     for h, pk in zip(out[:got], ref):
         want = b"".join(arrays[rg][off:off + ln].tobytes() for rg, off, ln in pk)
@@ -162,12 +161,12 @@ def test_fuzz_client_rx_ignores_peer_addresses(vpool, regions, lens, flags, regi
     lengths beyond the buffer size and a tail beyond what was handed out are rejected."""
     r0, _ = regions
     q = _queue(vpool, regions, K_CLIENT_RX, P_EQ)
-    DP.rx_refill(q)                                    # head = N
+    rx_refill(q)                                    # head = N
     assert L.ring_header_view(r0.array, 0)["head"] == N
     _write_descs(r0, [(f, region, offset, ln) for f, ln in zip(flags, lens)])
     L.ring_header_view(r0.array, 0)["tail"] = tail
     out = np.empty(64, np.int32)
-    got = DP.rx_burst(vpool.domain.state, q, 0, out, 64)
+    got = memif_rx_burst(vpool.domain.state, q, 0, out, 64)
     base = L.ring_bytes(LOG2)
     descs = [(f, 0, base + s * 2048, ln) for s, (f, ln) in enumerate(zip(flags, lens))]
     if tail > N:
@@ -180,7 +179,7 @@ def test_fuzz_client_rx_ignores_peer_addresses(vpool, regions, lens, flags, regi
     else:
         err, ref = _reference_rx(descs, tail, [RSIZE], 64)
     if err:
-        assert got == 0 and q.st[S_ERR] == err
+        assert got == 0 and q.st[QS_ERR] == err
         return
     assert got == len(ref)
     for h, pk in zip(out[:got], ref):
@@ -221,7 +220,7 @@ def test_fuzz_server_tx_slots(vpool, regions, caps, head, path, plen):
         hs.append(m.handle)
     hs = np.array(hs, np.int32)
     before = vpool.avail_count
-    sent = DP.tx_burst(vpool.domain.state, q, 0, hs, 4)
+    sent = memif_tx_burst(vpool.domain.state, q, 0, hs, 4)
     # every byte that changed lies inside a buffer a descriptor offered
     allowed0 = np.zeros(r0.size, bool)
     allowed1 = np.zeros(r1.size, bool)
@@ -234,14 +233,14 @@ def test_fuzz_server_tx_slots(vpool, regions, caps, head, path, plen):
     assert not np.any((r0.array != snap0) & ~allowed0)
     assert not np.any((r1.array != snap1) & ~allowed1)
     if head > N:
-        assert sent == 0 and q.st[S_ERR] == V.V_RING_INDEX
+        assert sent == 0 and q.st[QS_ERR] == V.V_RING_INDEX
     if sent == 0:
         assert vpool.avail_count == before
         vpool.free_bulk(hs)
         # (a hostile client may offer its own ring header as a buffer; then the bytes we
         # wrote before rolling back land there -- its memory, its problem)
         hdr_offered = any(rg == 0 and off < L.RING_HDR_SIZE for rg, off, _ in caps)
-        if q.st[S_ERR] == 0 and not hdr_offered:
+        if q.st[QS_ERR] == 0 and not hdr_offered:
             assert L.ring_header_view(r0.array, 0)["tail"] == 0
         return
     vpool.free_bulk(hs[sent:])
@@ -270,8 +269,8 @@ def test_client_tx_rejects_tail_beyond_head(vpool, regions):
     q = _queue(vpool, regions, K_CLIENT_TX, P_EQ)
     L.ring_header_view(r0.array, 0)["tail"] = 5     # nothing was ever sent
     h = vpool.alloc().handle
-    assert DP.tx_burst(vpool.domain.state, q, 0, np.array([h], np.int32), 1) == 0
-    assert q.st[S_ERR] == V.V_RING_INDEX
+    assert memif_tx_burst(vpool.domain.state, q, 0, np.array([h], np.int32), 1) == 0
+    assert q.st[QS_ERR] == V.V_RING_INDEX
     assert vpool.mbuf(h).refcnt == 1                 # still the caller's
     vpool.free_bulk([h])
 

@@ -1,11 +1,18 @@
 """Drive a ``dpdk-testpmd`` memif peer (DPDK 22.11) from Python: interop tests and benchmarks.
 
-Works without hugepages (``shared/specs/memif.md`` and ``memif_peer.sh`` document why each
-flag is there): EAL ``--no-huge -m 256 --no-pci --file-prefix=<unique>``, testpmd
-``--no-mlockall --no-flush-rx --total-num-mbufs=8192``, interactive mode driven through a pipe
-on stdin.  DPDK's zero-copy client needs ``--single-file-segments``.  Every process runs under
-``timeout`` (so it dies even if we do) and is stopped by its own PID.  Always stop forwarding
-before either side disconnects: DPDK 22.11 can crash when its peer vanishes mid-traffic.
+Works without hugepages: EAL ``--no-huge -m 256 --no-pci --file-prefix=<unique>`` (no
+hugepages, no PCI scan, a runtime directory of our own), testpmd ``--no-mlockall`` (no locking
+of 256 MB), ``--no-flush-rx`` (testpmd would otherwise drain, and lose, what a peer sends right
+after connecting), ``--total-num-mbufs=8192``, interactive mode driven through a pipe on stdin.
+DPDK's zero-copy client needs ``--single-file-segments``.  Every process runs under ``timeout``
+(so it dies even if we do) and is stopped by its own PID.  Always stop forwarding before either
+side disconnects: DPDK 22.11 can crash when its peer vanishes mid-traffic (docs/memif.md).
+
+EAL leaves a runtime directory per file prefix (``/var/run/dpdk/<prefix>`` as root, else under
+``$XDG_RUNTIME_DIR/dpdk`` or ``/tmp/dpdk``) even after a clean exit, and EAL's
+``--in-memory``, which would avoid it, refuses to run with ``--no-huge`` in 22.11 (it implies
+legacy memory).  So :meth:`Testpmd.close` removes the directory of its own prefix once the
+process has exited -- also when EAL failed to start or the process was killed.
 """
 from __future__ import annotations
 
@@ -18,12 +25,31 @@ import tempfile
 import time
 
 TESTPMD = os.environ.get("PKTBUF_TESTPMD", "dpdk-testpmd")
+PREFIX = "pktbuf"       # EAL file prefixes: pktbuf<our pid>_<n>
 _seq = 0
 
 
 def available() -> bool:
     """True if dpdk-testpmd is installed."""
     return shutil.which(TESTPMD) is not None
+
+
+def runtime_base() -> str:
+    """The directory under which EAL puts each file prefix's runtime directory."""
+    if os.geteuid() == 0:
+        return "/var/run/dpdk"
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    return os.path.join(xdg, "dpdk") if xdg else "/tmp/dpdk"
+
+
+def own_runtime_dirs() -> list:
+    """The runtime directories of this process's testpmds (``pktbuf<pid>_<n>``) that exist."""
+    base = runtime_base()
+    mine = f"{PREFIX}{os.getpid()}_"
+    try:
+        return sorted(os.path.join(base, d) for d in os.listdir(base) if d.startswith(mine))
+    except OSError:
+        return []
 
 
 class Testpmd:
@@ -51,7 +77,9 @@ class Testpmd:
             vdev += f",secret={secret}"
         if vdev_extra:
             vdev += "," + vdev_extra
-        prefix = f"pktbuf{os.getpid()}_{_seq}"
+        prefix = f"{PREFIX}{os.getpid()}_{_seq}"
+        self.prefix = prefix
+        self.runtime_dir = os.path.join(runtime_base(), prefix)
         self.argv = (["timeout", "--kill-after=5", str(lifetime), "stdbuf", "-oL", TESTPMD]
                      + list(lcores or ["-l", "0-1"])
                      + ["--no-huge", "-m", str(mem), "--no-pci", f"--file-prefix={prefix}",
@@ -174,8 +202,14 @@ class Testpmd:
             pass
         if self._log is not None:
             self._log.close()
-        rc = self.proc.returncode
-        return rc
+        self._remove_runtime_dir()
+        return self.proc.returncode
+
+    def _remove_runtime_dir(self) -> None:
+        """EAL's runtime directory of our prefix, once no process of ours can use it."""
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
     def cleanup(self) -> None:
         self.close()
