@@ -11,7 +11,10 @@
 and the constants of the copy loops: their shapes (``L_*``) and the two negative results a
 burst helper uses to stop early (``FAILED``: the queue failed validation and is down, the burst
 returns 0; ``FALLBACK``: the fast loop cannot take this burst, the general loop will).
-All helpers inline into the burst kernels (``inline="always"``): they exist for the reader.
+Per-packet helpers are inlined at the Numba-IR level (``inline="always"``) into the copy
+loops, where the loop shape is a constant and the other shapes' branches are pruned; helpers
+that run once per burst are ordinary kernels (LLVM may inline them), which keeps the copy
+kernels small enough to compile in seconds.
 """
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ def copy_short(dst, src, n, short_ok):
         memcpy(dst, src, n)
 
 
-@kernel(inline="always")
+@kernel
 def kick(q, r16):
     """Signal the peer's eventfd if it asked for interrupts (its MASK_INT is clear)."""
     if q.cfg[Q_EVENTFD] >= 0 and (load_relaxed(r16, H16_FLAGS) & RING_FLAG_MASK_INT) == 0:
@@ -64,7 +67,7 @@ def kick(q, r16):
         q.st[QS_KICKS] += 1
 
 
-@kernel(inline="always")
+@kernel
 def rx_window(q, r16, client):
     """``(our cursor, the peer's index, slots it has filled, the most it may have filled)``.
 
@@ -90,7 +93,7 @@ def finish_packet(mb, h, plen, nb, port):
     m.port = port
 
 
-@kernel(inline="always")
+@kernel
 def tx_publish(q, r16, head_side, cur, j, p, n, nbytes):
     """Account a Tx burst of ``p`` of ``n`` packets in ``j`` slots and publish them (one
     release store of our index -- ``head`` for a client, ``tail`` for a server -- then the

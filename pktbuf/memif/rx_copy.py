@@ -121,7 +121,7 @@ def rx_desc_mbufs(ln, cap, loop):
     return 0
 
 
-@kernel(inline="always")
+@kernel
 def rx_gather(q, r32, client, last, avail, limit, n, loop, cap):
     """Pass 1: validate the ``avail`` filled descriptors from ``last`` on, up to ``n`` packets.
 
@@ -239,7 +239,7 @@ def rx_fill_split(mb, q, k, d, end, cap):
     return k, nb, plen
 
 
-@kernel(inline="always")
+@kernel
 def rx_pack_general(dom, q, lcore, d, end, cap):
     """DPDK 22.11's loop: pack descriptors ``d .. end-1`` into mbufs allocated one at a time
     as the bytes need them.  Returns ``(head, segments, packet length)``; ``head < 0`` when
@@ -287,7 +287,7 @@ def rx_pack_general(dom, q, lcore, d, end, cap):
     return np.int64(h), nb, plen
 
 
-@kernel(inline="always")
+@kernel
 def rx_fill_fast(mb, q, out, npk, loop, cap, short_ok):
     """The fast loops over the gathered packets, into the bulk-allocated ``scr_mb``.
     Returns the bytes received."""
@@ -309,7 +309,7 @@ def rx_fill_fast(mb, q, out, npk, loop, cap, short_ok):
     return nbytes
 
 
-@kernel(inline="always")
+@kernel
 def rx_fill_general(dom, q, lcore, out, npk, cap):
     """The general loop over the gathered packets.  Returns ``(packets, bytes)``: fewer
     packets than gathered when the pool ran dry (counted in ``QS_NOMBUF``)."""
@@ -329,7 +329,7 @@ def rx_fill_general(dom, q, lcore, out, npk, cap):
     return npk, nbytes
 
 
-@kernel(inline="always")
+@kernel
 def rx_return(q, r16, client, last, npk, nbytes):
     """Hand the slots of ``npk`` received packets back with one index store, and count them.
 

@@ -50,7 +50,7 @@ __all__ = ["tx_copy_one", "tx_copy_split", "tx_copy_general"]
 RING_FULL = -2          # tx_put_general: the ring filled mid-packet
 
 
-@kernel(inline="always")
+@kernel
 def tx_free_slots(q, r16, client, cur):
     """Slots we may fill from our cursor ``cur``, or ``FAILED`` (queue failed) when the
     peer's index is impossible.  Client: ``N - (head - tail)``; server: ``head - tail``."""
@@ -94,7 +94,7 @@ def tx_slot(q, r32, client, cur, j, got):
     return a, cap, got + 1
 
 
-@kernel(inline="always")
+@kernel
 def tx_unwind(q, r32, cur, frm, got):
     """Server: put the client's capacities back into slots ``frm .. got`` we did not publish."""
     mask = q.cfg[Q_MASK]
@@ -176,7 +176,7 @@ def tx_put_fixed(q, r16, r32, client, mb, h, cur, j, got, loop):
     return j, got
 
 
-@kernel(inline="always")
+@kernel
 def tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got):
     """General loop: pack packet ``h``'s bytes into slots of whatever capacity they have, from
     ``j`` on.  Returns ``(j after, got)``; ``j`` is ``RING_FULL`` when the ring filled
