@@ -36,6 +36,7 @@ only: clear their cache, ``__pycache__/*.nbi|nbc``, after upgrading pktbuf.)
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import re
 
@@ -157,18 +158,22 @@ def _widen(t):
     return t
 
 
-def _one_specialisation_per_shape(disp):
+def _one_specialisation_per_shape(disp, keep=()):
     """Make ``disp`` compile every signature with :func:`_widen`-ed argument types.
 
     Numba compiles a new version of a function for each distinct argument type tuple it is
     called with -- a literal ``0`` here, an int32 there -- and each costs a full compile (seconds,
     cold).  Widened, a call site whose types differ only that way reuses the one version; the
-    call converts its arguments (a literal or an int32 converts to int64 safely)."""
+    call converts its arguments (a literal or an int32 converts to int64 safely).  Arguments
+    named in ``keep`` keep their literal type: one version per value, with the branches on it
+    pruned at compile time."""
     compile_exact = disp.compile
+    names = list(inspect.signature(disp.py_func).parameters)
+    kept = tuple(names.index(k) for k in keep)
 
     def compile(sig):
         args, ret = sigutils.normalize_signature(sig)
-        wide = tuple(_widen(a) for a in args)
+        wide = tuple(a if i in kept else _widen(a) for i, a in enumerate(args))
         if wide == tuple(args):
             return compile_exact(sig)
         return compile_exact(wide if ret is None else ret(*wide))
@@ -177,19 +182,23 @@ def _one_specialisation_per_shape(disp):
     return disp
 
 
-def kernel(fn=None, *, inline: str = "never", nrt: bool = False):
-    """Decorate a kernel: ``@kernel``, ``@kernel(nrt=True)`` or ``@kernel(inline="always")``.
+def kernel(fn=None, *, inline: str = "never", nrt: bool = False, literal: tuple = ()):
+    """Decorate a kernel: ``@kernel``, ``@kernel(nrt=True)``, ``@kernel(inline="always")`` or
+    ``@kernel(literal=("mode",))``.
 
     ``nrt=True`` (for leaf functions that must allocate) turns Numba's runtime back on; see the
     module docstring for why kernels run without it.
-    ``inline="always"`` inlines at the Numba-IR level into every caller (rarely needed: LLVM
-    inlines small callees anyway).  Integer arguments are compiled as int64 whatever the caller
-    passes (see :func:`_one_specialisation_per_shape`).
+    ``inline="always"`` inlines at the Numba-IR level into every caller: for small per-packet
+    helpers only (it re-types the body at every call site, which costs compile time).
+    Integer arguments are compiled as int64 whatever the caller passes (see
+    :func:`_one_specialisation_per_shape`), except those named in ``literal``: a call with a
+    constant there compiles a version for that constant (a loop shape, say), in which the
+    branches on it are pruned.
     """
     def wrap(f):
         opts = dict(_OPTIONS)
         if not nrt:
             opts["_nrt"] = False
-        return _one_specialisation_per_shape(njit(inline=inline, **opts)(f))
+        return _one_specialisation_per_shape(njit(inline=inline, **opts)(f), literal)
 
     return wrap(fn) if fn is not None else wrap

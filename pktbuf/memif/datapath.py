@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from .._jit import kernel
 from ..atomics import load_acquire
-from .burst import FALLBACK
+from .burst import FALLBACK, L_GENERAL, L_ONE, L_SPLIT
 from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC, K_SERVER_RX,
                     K_SERVER_TX, P_EQ, P_GT, P_LT, Q_KIND, Q_PATH, QS_FALLBACK, QS_UP,
                     queue_enter, queue_leave)
-from .rx_copy import rx_copy_general, rx_copy_one, rx_copy_split
-from .tx_copy import tx_copy_general, tx_copy_one, tx_copy_split
+from .rx_copy import rx_copy
+from .tx_copy import tx_copy
 from .zerocopy import zc_rx, zc_tx
 
 __all__ = ["memif_rx_burst", "memif_tx_burst", "memif_link_up"]
@@ -47,33 +47,33 @@ def memif_link_up(q):
 
 
 @kernel(inline="always")
-def _rx_copy(dom, q, lcore, out, n):
+def _rx_copy_path(dom, q, lcore, out, n):
     """Copy Rx: the path's fast loop (``B <= C``: one-to-one, ``B > C``: split), else general."""
     path = q.cfg[Q_PATH]
     if path == P_EQ or path == P_LT:
-        r = rx_copy_one(dom, q, lcore, out, n)
+        r = rx_copy(dom, q, lcore, out, n, L_ONE)
         if r != FALLBACK:
             return r
         q.st[QS_FALLBACK] += 1
     elif path == P_GT:
-        return rx_copy_split(dom, q, lcore, out, n)
-    return rx_copy_general(dom, q, lcore, out, n)
+        return rx_copy(dom, q, lcore, out, n, L_SPLIT)
+    return rx_copy(dom, q, lcore, out, n, L_GENERAL)
 
 
 @kernel(inline="always")
-def _tx_copy(dom, q, lcore, mbufs, n):
+def _tx_copy_path(dom, q, lcore, mbufs, n):
     """Copy Tx: the path's fast loop (``B >= C``: one-to-one, ``B < C``: split), else general."""
     path = q.cfg[Q_PATH]
     if path == P_EQ or path == P_GT:
-        r = tx_copy_one(dom, q, lcore, mbufs, n)
+        r = tx_copy(dom, q, lcore, mbufs, n, L_ONE)
     elif path == P_LT:
-        r = tx_copy_split(dom, q, lcore, mbufs, n)
+        r = tx_copy(dom, q, lcore, mbufs, n, L_SPLIT)
     else:
-        return tx_copy_general(dom, q, lcore, mbufs, n)
+        return tx_copy(dom, q, lcore, mbufs, n, L_GENERAL)
     if r != FALLBACK:
         return r
     q.st[QS_FALLBACK] += 1
-    return tx_copy_general(dom, q, lcore, mbufs, n)
+    return tx_copy(dom, q, lcore, mbufs, n, L_GENERAL)
 
 
 @kernel
@@ -92,7 +92,7 @@ def memif_rx_burst(dom, q, lcore, out, n):
     kind = q.cfg[Q_KIND]
     r = 0
     if kind == K_CLIENT_RX or kind == K_SERVER_RX:
-        r = _rx_copy(dom, q, lcore, out, n)
+        r = _rx_copy_path(dom, q, lcore, out, n)
     elif kind == K_CLIENT_RX_ZC:
         r = zc_rx(dom, q, lcore, out, n)
     queue_leave(q)
@@ -114,7 +114,7 @@ def memif_tx_burst(dom, q, lcore, mbufs, n):
     kind = q.cfg[Q_KIND]
     r = 0
     if kind == K_CLIENT_TX or kind == K_SERVER_TX:
-        r = _tx_copy(dom, q, lcore, mbufs, n)
+        r = _tx_copy_path(dom, q, lcore, mbufs, n)
     elif kind == K_CLIENT_TX_ZC:
         r = zc_tx(dom, q, lcore, mbufs, n)
     queue_leave(q)

@@ -10,17 +10,17 @@ A burst works in two passes:
 2. *copy*: allocate the mbufs, copy, chain, and hand the slots back with one index store
    (:func:`rx_return`).
 
-The copy pass has three loop shapes, compiled as three kernels from one inline template
-(:func:`_rx_copy`) and chosen once per queue from the size relation between the memif buffer
-size ``B`` and the mbuf data room ``C`` (buffer length minus headroom):
+The copy pass has three loop shapes -- :func:`rx_copy` with a constant ``loop``, compiled
+once per shape -- chosen once per queue from the size relation between the memif buffer size
+``B`` and the mbuf data room ``C`` (buffer length minus headroom):
 
-=========== =============================== =========================================
-relation    kernel                          loop
-=========== =============================== =========================================
-``B <= C``  :func:`rx_copy_one`              one descriptor -> one mbuf
-``B >  C``  :func:`rx_copy_split`            one descriptor -> ceil(len/C) mbufs
-general     :func:`rx_copy_general`          bytes packed into mbufs as they come
-=========== =============================== =========================================
+=========== =============== =========================================
+relation    ``loop``        copy
+=========== =============== =========================================
+``B <= C``  ``L_ONE``       one descriptor -> one mbuf
+``B >  C``  ``L_SPLIT``     one descriptor -> ceil(len/C) mbufs
+general     ``L_GENERAL``   bytes packed into mbufs as they come
+=========== =============== =========================================
 
 (:func:`rx_fill_one`, :func:`rx_fill_split` and :func:`rx_pack_general` copy one packet.)
 
@@ -54,7 +54,7 @@ from .queue import (K_CLIENT_RX, Q_BSIZE, Q_BUF_BASE, Q_KIND, Q_MASK, Q_MBUF_CAP
                     queue_fail)
 from .validate import IDX_MASK, V_CHAIN, V_DESC_LENGTH, V_RING_INDEX, desc_address, ring_distance
 
-__all__ = ["rx_copy_one", "rx_copy_split", "rx_copy_general", "rx_refill"]
+__all__ = ["rx_copy", "rx_refill"]
 
 
 @kernel
@@ -357,9 +357,10 @@ def rx_return(q, r16, client, last, npk, nbytes):
     return npk
 
 
-@kernel(inline="always")
-def _rx_copy(dom, q, lcore, out, n, loop):
-    """A copy-mode Rx burst with copy loop ``loop`` (the template of the three kernels)."""
+@kernel(literal=("loop",))
+def rx_copy(dom, q, lcore, out, n, loop):
+    """A copy-mode Rx burst with copy loop ``loop`` (a constant: one compiled version per
+    shape, the others' branches pruned)."""
     r16 = ring_u16(q)
     client = q.cfg[Q_KIND] == K_CLIENT_RX
     last, peer, avail, limit = rx_window(q, r16, client)
@@ -383,21 +384,3 @@ def _rx_copy(dom, q, lcore, out, n, loop):
         else:
             nbytes = rx_fill_fast(dom.mb, q, out, npk, loop, cap, short_ok)
     return rx_return(q, r16, client, last, npk, nbytes)
-
-
-@kernel
-def rx_copy_one(dom, q, lcore, out, n):
-    """Copy Rx, one descriptor -> one mbuf; ``FALLBACK`` for a descriptor that does not fit."""
-    return _rx_copy(dom, q, lcore, out, n, L_ONE)
-
-
-@kernel
-def rx_copy_split(dom, q, lcore, out, n):
-    """Copy Rx, one descriptor -> as many mbufs as its length needs."""
-    return _rx_copy(dom, q, lcore, out, n, L_SPLIT)
-
-
-@kernel
-def rx_copy_general(dom, q, lcore, out, n):
-    """Copy Rx, any sizes: bytes packed into mbufs allocated one at a time (DPDK 22.11)."""
-    return _rx_copy(dom, q, lcore, out, n, L_GENERAL)

@@ -10,16 +10,16 @@ from each descriptor the client left in the slot -- read once, validated, rememb
 scratch (:func:`tx_slot`), so that what it did not publish can be given back unchanged
 (:func:`tx_unwind`).
 
-Three loop shapes, compiled as three kernels from one inline template (:func:`_tx_copy`),
+Three loop shapes -- :func:`tx_copy` with a constant ``loop``, compiled once per shape --
 chosen once per queue from the memif buffer size ``B`` and the mbuf data room ``C``:
 
-=========== =============================== =========================================
-relation    kernel                          loop
-=========== =============================== =========================================
-``B >= C``  :func:`tx_copy_one`              one segment -> one slot
-``B <  C``  :func:`tx_copy_split`            one segment -> ceil(len/B) slots
-general     :func:`tx_copy_general`          bytes packed into slots of any capacity
-=========== =============================== =========================================
+=========== =============== =========================================
+relation    ``loop``        copy
+=========== =============== =========================================
+``B >= C``  ``L_ONE``       one segment -> one slot
+``B <  C``  ``L_SPLIT``     one segment -> ceil(len/B) slots
+general     ``L_GENERAL``   bytes packed into slots of any capacity
+=========== =============== =========================================
 
 (:func:`tx_put_fixed` copies a packet in the first two, :func:`tx_put_general` in the third.)
 
@@ -45,7 +45,7 @@ from .layout import (D_W_FLAGS_REGION, D_W_LENGTH, D_W_OFFSET, DESC_FLAG_NEXT, H
 from .queue import K_CLIENT_TX, Q_BSIZE, Q_BUF_BASE, Q_KIND, Q_MASK, Q_N, QS_LAST, queue_fail
 from .validate import V_RING_INDEX, desc_address, ring_distance
 
-__all__ = ["tx_copy_one", "tx_copy_split", "tx_copy_general"]
+__all__ = ["tx_copy"]
 
 RING_FULL = -2          # tx_put_general: the ring filled mid-packet
 
@@ -217,9 +217,10 @@ def tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got):
     return j + 1, got
 
 
-@kernel(inline="always")
-def _tx_copy(dom, q, lcore, mbufs, n, loop):
-    """A copy-mode Tx burst with copy loop ``loop`` (the template of the three kernels)."""
+@kernel(literal=("loop",))
+def tx_copy(dom, q, lcore, mbufs, n, loop):
+    """A copy-mode Tx burst with copy loop ``loop`` (a constant: one compiled version per
+    shape, the others' branches pruned)."""
     r16 = ring_u16(q)
     r32 = r16.view(np.uint32)
     client = q.cfg[Q_KIND] == K_CLIENT_TX
@@ -267,21 +268,3 @@ def _tx_copy(dom, q, lcore, mbufs, n, loop):
     else:
         pktmbuf_free_bulk(dom, lcore, mbufs, p)   # one run-grouped bulk free
     return p
-
-
-@kernel
-def tx_copy_one(dom, q, lcore, mbufs, n):
-    """Copy Tx, one segment -> one slot; ``FALLBACK`` for a segment that does not fit."""
-    return _tx_copy(dom, q, lcore, mbufs, n, L_ONE)
-
-
-@kernel
-def tx_copy_split(dom, q, lcore, mbufs, n):
-    """Copy Tx, one segment -> as many slots as its length needs."""
-    return _tx_copy(dom, q, lcore, mbufs, n, L_SPLIT)
-
-
-@kernel
-def tx_copy_general(dom, q, lcore, mbufs, n):
-    """Copy Tx, any sizes: bytes packed into slots (DPDK 22.11's loop)."""
-    return _tx_copy(dom, q, lcore, mbufs, n, L_GENERAL)
