@@ -30,21 +30,25 @@ _LAZY = {
     "MemifDisconnected": "pktbuf.memif.interface",
     "Region": "pktbuf.rawmem",
     "kernel": "pktbuf._jit",
-    "LCORE_ANY": "pktbuf.mempool.layout",
+    "LCORE_ANY": "pktbuf.lcore",
     "NULL": "pktbuf.mbuf.layout",
     "MBUF_DTYPE": "pktbuf.mbuf.layout",
 }
 
-from .errors import (Busy, ChainTooLong, DoubleFree, InvalidArgument, InvalidHandle,  # noqa: E402
-                     NoRoom, OutOfMemory, OutOfRange, PktbufError, PoolExhausted, RefcntError,
-                     SanityCheckError)
+from .errors import (Busy, ChainTooLong, DoubleFree, DynBusy, DynExists,  # noqa: E402
+                     DynNotFound, InvalidArgument, InvalidHandle, NoRoom, OutOfMemory, OutOfRange,
+                     PktbufError, PoolExhausted, RefcntError, SanityCheckError)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
-                                "RefcntError", "ChainTooLong", "SanityCheckError", "Busy"])
+                                "RefcntError", "ChainTooLong", "SanityCheckError", "Busy",
+                                "DynExists", "DynBusy", "DynNotFound"])
 
 
 def __getattr__(name):
+    if name == "lcore":            # the submodule: pktbuf.lcore.bind(...)
+        import importlib
+        return importlib.import_module("pktbuf.lcore")
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'pktbuf' has no attribute {name!r}")
