@@ -32,9 +32,9 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..lcore import LCORE_ANY, MAX_LCORE  # noqa: F401  (defined in the base module lcore.py)
+
 MAX_POOLS = 256          # pool ids are 16-bit in the descriptor; 0xFFFF is never used
-MAX_LCORE = 128          # RTE_MAX_LCORE
-LCORE_ANY = -1           # "no lcore": bypass the caches (DPDK's LCORE_ID_ANY / unregistered thread)
 CACHE_MAX_SIZE = 512     # RTE_MEMPOOL_CACHE_MAX_SIZE
 CACHE_LINE_WORDS = 16    # int32 words per cache line
 
