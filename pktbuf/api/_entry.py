@@ -64,25 +64,36 @@ def py_scratch_size(mb, pools, rh, rs, cl, co, st, cfg, mbufs, n):
 
 
 @kernel
+def _mbuf_status(dom, h):
+    """The pool id of ``h`` if it is an allocated mbuf the application still holds a
+    reference to; E_BADF if it is not an mbuf of a live pool; E_ALREADY if it is in its pool,
+    or if only attached clones keep it (``refcnt - nb_indirect < 1``: freed by the
+    application, its buffer still in use)."""
+    if h == NULL or not mbuf_handle_valid(dom, h):
+        return np.int64(E_BADF)
+    m = dom.mb[h]
+    if m.state != ST_ALLOC or np.int64(m.refcnt) - np.int64(m.nb_indirect) < 1:
+        return np.int64(E_ALREADY)
+    return np.int64(m.pool)
+
+
+@kernel
 def py_free_seg(mb, pools, rh, rs, cl, co, st, cfg, lcore, h):
+    """Free one segment after the same status rule as every other facade call."""
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    if not mbuf_handle_valid(dom, h):
-        return E_BADF
-    if dom.mb[h].state != ST_ALLOC:
-        return E_ALREADY
+    rc = _mbuf_status(dom, h)
+    if rc < 0:
+        return rc
     pktmbuf_free_seg(dom, lcore, h)
     return 0
 
 
 @kernel
 def py_mbuf_status(mb, pools, rh, rs, cl, co, st, cfg, h):
-    """0 if ``h`` is an allocated mbuf, E_BADF if not an mbuf, E_ALREADY if in its pool."""
+    """The pool id (>= 0) if ``h`` is an allocated mbuf held by the application, else E_BADF
+    or E_ALREADY (see ``_mbuf_status``)."""
     dom = DomainState(mb, pools, rh, rs, cl, co, st, cfg)
-    if h == NULL or not mbuf_handle_valid(dom, h):
-        return E_BADF
-    if dom.mb[h].state != ST_ALLOC:
-        return E_ALREADY
-    return 0
+    return _mbuf_status(dom, h)
 
 
 @kernel
