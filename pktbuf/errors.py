@@ -222,6 +222,15 @@ def check_handles(objs, name: str = "handles", *, item=None) -> np.ndarray:
         return objs
     if isinstance(objs, (str, bytes, bytearray, memoryview)) or objs is None:
         raise InvalidArgument(f"{name} must be a 1-d sequence of handles, got {type(objs).__name__}")
+    if isinstance(objs, (list, tuple)):
+        # element by element: NumPy would turn [h, True] into [h, 1] without a word
+        conv = item or check_handle
+        out = np.empty(len(objs), np.int32)
+        for i, x in enumerate(objs):
+            if isinstance(x, (list, tuple, np.ndarray)):
+                raise InvalidArgument(f"{name} must be a 1-d sequence of handles")
+            out[i] = conv(x)
+        return out
     try:
         a = np.asarray(objs)
     except (ValueError, TypeError) as e:   # ragged nested sequences and the like
