@@ -40,6 +40,8 @@ def signatures(disps) -> dict:
 
 
 def _bad_type(t) -> str | None:
+    if isinstance(t, types.Literal):
+        return None      # a constant from a jitted caller, never from Python
     if isinstance(t, types.Boolean):
         return None
     if isinstance(t, types.Integer):

@@ -536,6 +536,11 @@ class Mbuf:
         length = pkt_len - off if length is None else min(check_count(length, "length", lo=0),
                                                           pkt_len - off)
         lc = check_lcore(lcore)
+        mb = self.domain.state.mb
+        held = sum(int(mb[h]["data_len"]) for h in self._seg_handles())
+        if held - off < length:        # before taking any mbuf: a refused copy changes nothing
+            raise SanityCheckError(f"mbuf {self.handle}: its segments hold {held} bytes, "
+                                   f"fewer than pkt_len {pkt_len}", E_FAULT)
         room = pool.data_room - pool.headroom
         if length and room <= 0:
             raise InvalidArgument(f"pool {pool.name!r} has no data room for a copy", E_INVAL)

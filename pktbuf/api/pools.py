@@ -234,13 +234,14 @@ class Mempool:
             return
         force = check_flag(force, "force")
         st = self.domain.state
-        for lc in range(MAX_LCORE):
-            MK.mempool_cache_flush(st, self.id, lc)
-        in_use = self.in_use_count
+        in_use = self.in_use_count          # (objects in lcore caches count as available)
         if in_use and not force:
             raise Busy(f"pool {self.name!r} has {in_use} objects in use")
         if in_use and self._is_mbuf:
             self._check_no_foreign_links()
+        # refused calls above change nothing; from here on the pool goes away
+        for lc in range(MAX_LCORE):
+            MK.mempool_cache_flush(st, self.id, lc)
         st.pools[self.id]["flags"] = 0
         RAW.pool_depopulate(st, self.id)
         self.domain._unregister(self.id, self.obj_base, self.n, self._ring_base, self._ring_size)
