@@ -109,6 +109,7 @@ class Domain:
 
     # shaped views of the flat arrays, for inspection
     def ring_hdr_view(self, pid: int) -> np.ndarray:
+        pid = check_count(pid, "pid", lo=0, hi=MAX_POOLS - 1)
         return self.state.ring_hdr[pid * RING_HDR_WORDS:(pid + 1) * RING_HDR_WORDS]
 
     def cache_len_view(self) -> np.ndarray:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import (E_ALREADY, E_BADF, Busy, InvalidArgument, PoolExhausted, check_count,
-                      check_flag, error_for, raise_for)
+from ..errors import (E_ALREADY, E_BADF, Busy, InvalidArgument, OutOfMemory, PoolExhausted,
+                      check_count, check_flag, error_for, raise_for)
 from ..lcore import check_lcore
 from ..mbuf import raw as RAW
 from ..mbuf.layout import DEFAULT_BUF_SIZE, F_INDIRECT, HEADROOM, NULL, PRIV_ALIGN, ST_ALLOC
@@ -64,7 +64,10 @@ class Mempool:
         stride = max(_CACHE_LINE, (elt_size + _CACHE_LINE - 1)
                      // _CACHE_LINE * _CACHE_LINE)
         self.elt_size = stride
-        self.region = Region(stride * n, f"pktbuf-{name}")
+        try:
+            self.region = Region(stride * n, f"pktbuf-{name}")
+        except (OSError, ValueError) as e:
+            raise OutOfMemory(f"cannot map {n} objects of {stride} bytes ({e})") from None
         ring_size = _ring_size_for(n)
         try:
             self.id, self.obj_base, self._ring_base = self.domain._register(self, n, ring_size)

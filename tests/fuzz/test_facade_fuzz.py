@@ -27,7 +27,6 @@ import inspect
 import os
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.errors import HypothesisException
 from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
