@@ -269,6 +269,32 @@ class FacadeMachine(RuleBasedStateMachine):
                 self.held.append(self.ref(d, h))
         self.expect(predict, lambda: pm.facade.alloc_bulk(k, out=out, raw=raw), post)
 
+    @rule(data=st.data(), name=st.sampled_from(["A0", "B0"]),
+          lens=st.lists(st.sampled_from([0, 0, 1, 7, 100, 256]), min_size=2, max_size=5),
+          seed=st.integers(0, 255))
+    @tracked
+    def build_packet(self, data, name, lens, seed):
+        """A chained packet from segment lengths (zero-length ones too, as DPDK's
+        test_pktmbuf_read_from_chain builds them): alloc, append, chain -- each checked."""
+        pm = self.slots[name]
+        if pm is None or pm.dom.free_count(pm) < len(lens):
+            return
+        dm = pm.dom
+        d = self.doms.index(dm)
+        segs = []
+        for i, n in enumerate(lens):
+            n = min(n, pm.data_room - pm.headroom)
+            m = pm.facade.alloc()
+            dm.alloc(m.handle, pm)
+            s, at = dm.append(m.handle, n)
+            b = pattern(n, seed + i)
+            m.append(n)[:] = b
+            dm.write(s, at, b.tobytes())
+            segs.append(m)
+        for m in segs[1:]:
+            self.expect(lambda: dm.chain(segs[0].handle, m.handle), lambda: segs[0].chain(m))
+        self.held.append(self.ref(d, segs[0].handle, segs[0]))
+
     # -- freeing ---------------------------------------------------------------------------
     @precondition(lambda self: self.held)
     @rule(data=st.data(), lc=st.sampled_from([None, 0, LCORE_ANY]))
