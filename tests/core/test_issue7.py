@@ -20,6 +20,7 @@ from pktbuf import (Busy, DoubleFree, InvalidArgument, InvalidHandle, Mbuf, Memp
 from pktbuf.mbuf import data as D
 from pktbuf.mbuf.layout import F_INDIRECT, REFCNT_MAX
 
+from ..sigs import run_battery_without_new_specialisations
 from .snap import assert_same, pool_snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -328,6 +329,20 @@ def test_alloc_bulk_beyond_the_pool_is_exhaustion(pools):
 # defect 8: errors that were not PktbufError, and input accepted by accident
 
 def test_garbage_arguments_raise_pktbuf_errors(pools, domain):
+    garbage_battery(pools, domain)
+
+
+def test_garbage_arguments_compile_nothing(pools, domain):
+    """Odd arguments never reach a kernel as a new type: a second run of the battery (and of
+    the lcore checks) compiles nothing, and the first compiles only canonical signatures."""
+    def battery():
+        garbage_battery(pools, domain)
+        for lc in (500, 1.5, True, "0"):
+            lcore_battery(pools, lc)
+    run_battery_without_new_specialisations(battery)
+
+
+def garbage_battery(pools, domain):
     p, q = pools
     m = p.alloc()
     m.append(10)
@@ -382,6 +397,10 @@ def test_garbage_arguments_raise_pktbuf_errors(pools, domain):
 
 @pytest.mark.parametrize("lcore", [500, 128, -2, 1.5, "0", True, 2 ** 70])
 def test_lcore_is_checked_by_every_call(pools, lcore):
+    lcore_battery(pools, lcore)
+
+
+def lcore_battery(pools, lcore):
     p, q = pools
     m = p.alloc()
     m.append(10)
