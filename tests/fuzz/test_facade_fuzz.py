@@ -213,7 +213,7 @@ class FacadeMachine(RuleBasedStateMachine):
     def drop_held(self, r: Ref):
         self.held.remove(r)
         if not any(x.d == r.d and x.h == r.h for x in self.held):
-            self.dead.append(r)
+            self.dead = [x for x in self.dead if not (x.d == r.d and x.h == r.h)] + [r]
 
     def holds(self, d, h) -> int:
         return sum(1 for r in self.held if r.d == d and r.h == h)
@@ -436,7 +436,11 @@ class FacadeMachine(RuleBasedStateMachine):
         """Calls on references given up: freed, kept only by clones, or stale."""
         if not self.dead:
             return
-        r = data.draw(st.sampled_from(self.dead))
+        # half the time, one whose mbuf is still allocated: kept only by a clone's reference,
+        # or allocated again (the interesting kind; a free one is refused by the state alone)
+        live = [r for r in self.dead if not self.stale(r) and self.doms[r.d].desc[r.h].alloc]
+        pool = live if live and data.draw(st.booleans()) else self.dead
+        r = data.draw(st.sampled_from(pool))
         dm = self.doms[r.d]
         if self.stale(r):
             exc = pktbuf.InvalidHandle
