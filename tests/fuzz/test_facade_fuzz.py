@@ -486,12 +486,18 @@ class FacadeMachine(RuleBasedStateMachine):
 
     # -- clones and copies ---------------------------------------------------------------------
     def pool_choice(self, data, d):
-        opts = [("pool", pm.facade) for pm in self.live_pools(d)] * 3 + [("default", None)]
-        opts += [("garbage", g) for g in ("x", 3, object())]
-        opts += [("garbage", self.plain)]
-        opts += [("garbage", pm.facade) for pm in self.live_pools(1 - d)]
-        opts += [("garbage", p) for p in self.closed[-2:]]
-        return data.draw(st.sampled_from(opts))
+        """A pool argument: mostly a live pool of the domain, sometimes the default, a closed
+        pool (weighted up: closing needs an idle pool, so they are rare) or other garbage."""
+        cat = data.draw(st.sampled_from(["pool"] * 6 + ["default", "closed", "closed", "garbage"]))
+        if cat == "closed" and self.closed:
+            return "garbage", data.draw(st.sampled_from(self.closed[-3:]))
+        if cat == "garbage":
+            opts = ["x", 3, object(), self.plain] + [pm.facade for pm in self.live_pools(1 - d)]
+            return "garbage", data.draw(st.sampled_from(opts))
+        live = self.live_pools(d)
+        if cat == "default" or not live:
+            return "default", None
+        return "pool", data.draw(st.sampled_from(live)).facade
 
     @precondition(lambda self: self.held)
     @rule(data=st.data())
