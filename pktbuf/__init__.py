@@ -34,18 +34,22 @@ _LAZY = {
     "MBUF_DTYPE": "pktbuf.mbuf.layout",
 }
 
-from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, InvalidArgument,  # noqa: E402
-                     InvalidHandle, MemifDisconnected, MemifError, MemifSocketError, NoRoom,
-                     OutOfMemory, OutOfRange, PktbufError, PoolExhausted, RefcntError,
-                     SanityCheckError)
+from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # noqa: E402
+                     DynExists, DynNotFound, InvalidArgument, InvalidHandle, MemifDisconnected,
+                     MemifError, MemifSocketError, NoRoom, OutOfMemory, OutOfRange, PktbufError,
+                     PoolExhausted, RefcntError, SanityCheckError)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
                                 "RefcntError", "ChainTooLong", "SanityCheckError", "Busy",
-                                "MemifError", "MemifDisconnected", "MemifSocketError"])
+                                "MemifError", "MemifDisconnected", "MemifSocketError",
+                                "DynExists", "DynBusy", "DynNotFound"])
 
 
 def __getattr__(name):
+    if name == "lcore":            # the submodule: pktbuf.lcore.bind(...)
+        import importlib
+        return importlib.import_module("pktbuf.lcore")
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'pktbuf' has no attribute {name!r}")

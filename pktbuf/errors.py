@@ -3,8 +3,16 @@
 Kernels never raise: they return a count or 0 on success and a negative code from this table on
 failure (the values are Linux errno numbers, as DPDK uses them).  The facade validates its
 arguments first, then maps any code a kernel still returns to an exception with
-:func:`raise_for`.  Every exception derives from :class:`PktbufError`; the ones caused by bad
-arguments also derive from :class:`ValueError`.
+:func:`raise_for`.  Every exception pktbuf raises is defined here and derives from
+:class:`PktbufError`; the ones caused by bad arguments also derive from :class:`ValueError`.
+
+The second half of the module holds the argument checks every facade shares
+(:func:`check_count`, :func:`check_handle`, :func:`check_handles`, ...).  They follow
+``operator.index``: integers and NumPy integers pass, ``bool``, ``float``, ``str`` and ``None``
+do not, and every value is range-checked before it reaches a kernel -- so a kernel only ever
+sees Python ints that fit its arguments and arrays of the one dtype and layout it was compiled
+for (a new dtype or layout would compile a new specialisation and, through the facade's direct
+entry points, be misread).
 
 =============  ======  ==============================================================
 code           value   meaning
@@ -14,7 +22,8 @@ code           value   meaning
 ``E_BADF``      -9     not a handle of a live object of this domain
 ``E_NOMEM``    -12     no memory for the request (heap / region exhausted)
 ``E_FAULT``    -14     an object failed its sanity check (corrupt descriptor)
-``E_BUSY``     -16     objects still in use (destroy with objects in flight)
+``E_BUSY``     -16     objects still in use (destroy with objects in flight), or taken
+``E_EXIST``    -17     exists with other parameters (dynamic field or flag names)
 ``E_INVAL``    -22     invalid argument
 ``E_NOSPC``    -28     no room: append beyond tailroom, prepend beyond headroom
 ``E_RANGE``    -34     out of range: adj/trim/read beyond the data, refcnt overflow/underflow
@@ -34,6 +43,7 @@ E_BADF = -9
 E_NOMEM = -12
 E_FAULT = -14
 E_BUSY = -16
+E_EXIST = -17
 E_INVAL = -22
 E_NOSPC = -28
 E_RANGE = -34
@@ -106,9 +116,26 @@ class Busy(PktbufError):
     code = E_BUSY
 
 
+class DynExists(PktbufError, ValueError):
+    """A dynamic mbuf field or flag of that name exists with other parameters (EEXIST)."""
+    code = E_EXIST
+
+
+class DynBusy(Busy):
+    """The requested dynamic-field offset or flag bit is taken, or no room is left."""
+
+
+class DynNotFound(PktbufError, KeyError):
+    """No dynamic field or flag of that name is registered (ENOENT)."""
+    code = E_NOENT
+
+
+# (memif's exceptions are appended below this line)
+
+
 _BY_CODE = {cls.code: cls for cls in (InvalidArgument, InvalidHandle, DoubleFree, PoolExhausted,
                                       OutOfMemory, NoRoom, OutOfRange, ChainTooLong,
-                                      SanityCheckError, Busy)}
+                                      SanityCheckError, Busy, DynExists)}
 
 
 def error_for(code: int, msg: str = "") -> PktbufError:
@@ -126,42 +153,102 @@ def raise_for(code: int, msg: str = "") -> None:
 # ---------------------------------------------------------------------------------------------
 # argument validation shared by the facades
 
-def check_count(n, name: str = "n", *, lo: int = 0, hi: int | None = None) -> int:
-    """An integer in [lo, hi]; bools, floats and out-of-range values raise InvalidArgument."""
-    if isinstance(n, (bool, np.bool_)):
-        raise InvalidArgument(f"{name} must be an integer, got {n!r}")
+_I32 = np.dtype(np.int32)
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _index(v, name: str, exc) -> int:
+    """``operator.index(v)``, refusing bools (``True`` is not the count 1) with ``exc``."""
+    if isinstance(v, (bool, np.bool_)):
+        raise exc(f"{name} must be an integer, got {v!r}")
     try:
-        v = operator.index(n)
+        return operator.index(v)
     except TypeError:
-        raise InvalidArgument(f"{name} must be an integer, got {type(n).__name__}") from None
+        raise exc(f"{name} must be an integer, got {type(v).__name__}") from None
+
+
+def check_count(n, name: str = "n", *, lo: int = 0, hi: int | None = None) -> int:
+    """An integer in [lo, hi] as a Python int; bools, floats, strings, None and out-of-range
+    values raise InvalidArgument."""
+    v = _index(n, name, InvalidArgument)
     if v < lo or (hi is not None and v > hi):
         rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
         raise InvalidArgument(f"{name} must be in {rng}, got {v}")
     return v
 
 
-_I32 = np.dtype(np.int32)
+def check_uint(v, name: str, bits: int) -> int:
+    """An unsigned integer of ``bits`` bits (a 16-, 32- or 64-bit descriptor field)."""
+    return check_count(v, name, lo=0, hi=(1 << bits) - 1)
 
 
-def check_handles(objs, name: str = "handles") -> np.ndarray:
-    """A 1-d C-contiguous int32 array of handles (lists and other integer arrays are converted).
+def check_flag(v, name: str) -> bool:
+    """A bool (``True``/``False``, NumPy bools, or the integers 0 and 1) as a Python bool.
 
-    Conversion never changes a value: anything outside int32 raises InvalidHandle.
+    Kernels are compiled for a bool there: anything else would compile a new specialisation.
     """
-    if isinstance(objs, np.ndarray) and objs.dtype == _I32 and objs.ndim == 1 and objs.flags.c_contiguous:
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise InvalidArgument(f"{name} must be a bool, got {type(v).__name__}") from None
+    if i not in (0, 1):
+        raise InvalidArgument(f"{name} must be a bool, got {i}")
+    return bool(i)
+
+
+def check_handle(h, name: str = "handle") -> int:
+    """One handle (an int32 index, or an object with ``__index__`` such as an Mbuf) as a
+    Python int; anything else -- None, floats, strings, bools, values outside int32 -- raises
+    InvalidHandle.  Whether it names a live object is the caller's check."""
+    v = _index(h, name, InvalidHandle)
+    if not _I32_MIN <= v <= _I32_MAX:
+        raise InvalidHandle(f"{name} {v} is outside int32")
+    return v
+
+
+def check_handles(objs, name: str = "handles", *, item=None) -> np.ndarray:
+    """A 1-d C-contiguous writeable int32 array of handles.
+
+    Lists, tuples and arrays of other integer dtypes, byte orders or layouts are converted
+    (to a new array: the caller's is never modified); conversion never changes a value --
+    anything outside int32 raises InvalidHandle, and so do floats, bools and strings.
+    Sequences of objects (e.g. :class:`~pktbuf.Mbuf`) are converted element by element with
+    ``item`` (default :func:`check_handle`).  A 2-d (or 0-d) input raises InvalidArgument.
+    """
+    if (isinstance(objs, np.ndarray) and objs.dtype == _I32 and objs.ndim == 1
+            and objs.flags.c_contiguous and objs.flags.writeable):
         return objs
-    a = np.asarray(objs)
+    if isinstance(objs, (str, bytes, bytearray, memoryview)) or objs is None:
+        raise InvalidArgument(f"{name} must be a 1-d sequence of handles, got {type(objs).__name__}")
+    if isinstance(objs, (list, tuple)):
+        # element by element: NumPy would turn [h, True] into [h, 1] without a word
+        conv = item or check_handle
+        out = np.empty(len(objs), np.int32)
+        for i, x in enumerate(objs):
+            if isinstance(x, (list, tuple, np.ndarray)):
+                raise InvalidArgument(f"{name} must be a 1-d sequence of handles")
+            out[i] = conv(x)
+        return out
+    try:
+        a = np.asarray(objs)
+    except (ValueError, TypeError) as e:   # ragged nested sequences and the like
+        raise InvalidArgument(f"{name} must be a 1-d sequence of handles ({e})") from None
     if a.ndim != 1:
         raise InvalidArgument(f"{name} must be a 1-d sequence, got shape {a.shape}")
     if a.size == 0:
         return np.empty(0, np.int32)
+    if a.dtype.kind == "O":
+        conv = item or check_handle
+        return np.array([conv(x) for x in a.tolist()], np.int32)
     if a.dtype.kind not in "iu":
         raise InvalidHandle(f"{name} must hold integers, got dtype {a.dtype}")
     if a.dtype != _I32:
-        if a.min() < np.iinfo(np.int32).min or a.max() > np.iinfo(np.int32).max:
+        if int(a.min()) < _I32_MIN or int(a.max()) > _I32_MAX:
             raise InvalidHandle(f"{name} holds values outside int32")
-        a = a.astype(np.int32)
-    return np.ascontiguousarray(a)
+        return a.astype(np.int32)          # a new, contiguous, native, writeable array
+    return np.array(a, np.int32)           # copy: read-only or not contiguous
 
 
 # ---------------------------------------------------------------------------------------------

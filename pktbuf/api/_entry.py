@@ -58,23 +58,34 @@ def py_scratch_size(dom, mbufs, n):
 
 
 @kernel
+def _mbuf_status(dom, h):
+    """The pool id of ``h`` if it is an allocated mbuf the application still holds a
+    reference to; E_BADF if it is not an mbuf of a live pool; E_ALREADY if it is in its pool,
+    or if only attached clones keep it (``refcnt - nb_indirect < 1``: freed by the
+    application, its buffer still in use)."""
+    if h == NULL or not mbuf_handle_valid(dom, h):
+        return np.int64(E_BADF)
+    m = dom.mb[h]
+    if m.state != OBJ_ALLOC or np.int64(m.refcnt) - np.int64(m.nb_indirect) < 1:
+        return np.int64(E_ALREADY)
+    return np.int64(m.pool)
+
+
+@kernel
 def py_free_seg(dom, lcore, h):
-    if not mbuf_handle_valid(dom, h):
-        return E_BADF
-    if dom.mb[h].state != OBJ_ALLOC:
-        return E_ALREADY
+    """Free one segment after the same status rule as every other facade call."""
+    rc = _mbuf_status(dom, h)
+    if rc < 0:
+        return rc
     pktmbuf_free_seg(dom, lcore, h)
     return 0
 
 
 @kernel
 def py_mbuf_status(dom, h):
-    """0 if ``h`` is an allocated mbuf, E_BADF if not an mbuf, E_ALREADY if in its pool."""
-    if h == NULL or not mbuf_handle_valid(dom, h):
-        return E_BADF
-    if dom.mb[h].state != OBJ_ALLOC:
-        return E_ALREADY
-    return 0
+    """The pool id (>= 0) if ``h`` is an allocated mbuf held by the application, else E_BADF
+    or E_ALREADY (see ``_mbuf_status``)."""
+    return _mbuf_status(dom, h)
 
 
 @kernel

@@ -7,9 +7,9 @@ import threading
 import numpy as np
 
 from ..errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, InvalidArgument, InvalidHandle,
-                      OutOfMemory,
-                      check_count, check_handles, raise_for)
-from ..lcore import facade_lcore
+                      OutOfMemory, check_count, check_flag, check_handle, check_handles,
+                      raise_for)
+from ..lcore import check_lcore
 from ..mbuf.dynfield import DynRegistry
 from ..mbuf import layout as _mbuf_layout  # noqa: F401  (registers dom.mb)
 from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, DOMAIN, MAX_LCORE,
@@ -79,6 +79,8 @@ class Domain:
                  debug: bool | None = None):
         max_objects = check_count(max_objects, "max_objects", lo=1, hi=(1 << 31) - 1)
         max_ring_slots = check_count(max_ring_slots, "max_ring_slots", lo=2, hi=1 << 31)
+        if debug is not None:
+            debug = check_flag(debug, "debug")
         max_data_bytes = check_count(max_data_bytes, "max_data_bytes", lo=0, hi=1 << 46)
         counts = {"obj": max_objects, "ring_slots": max_ring_slots}
         tables = DOMAIN.place(counts)[1]
@@ -95,6 +97,10 @@ class Domain:
         self._objs = _Ranges(max_objects)
         self._rings = _Ranges(max_ring_slots, align=16)
         self._pools: dict[int, object] = {}
+        # generation of each pool id: +1 every time the id is registered, so an Mbuf that
+        # recorded (pool id, generation) can tell that its pool was closed, even after the id
+        # and the handle range were reused by a new pool
+        self._gens = [0] * MAX_POOLS
         self._lock = threading.Lock()
         self.debug = _DEBUG_DEFAULT if debug is None else debug
         self._args = (self.state,)
@@ -109,10 +115,11 @@ class Domain:
 
     @debug.setter
     def debug(self, on: bool) -> None:
-        self.state.cfg[CFG_DEBUG] = 1 if on else 0
+        self.state.cfg[CFG_DEBUG] = 1 if check_flag(on, "debug") else 0
 
     # shaped views of the flat arrays, for inspection
     def ring_hdr_view(self, pid: int) -> np.ndarray:
+        pid = check_count(pid, "pid", lo=0, hi=MAX_POOLS - 1)
         return self.state.ring_hdr[pid * RING_HDR_WORDS:(pid + 1) * RING_HDR_WORDS]
 
     def cache_len_view(self) -> np.ndarray:
@@ -131,15 +138,38 @@ class Domain:
         """Live pools, by id."""
         return [self._pools[k] for k in sorted(self._pools)]
 
-    def pool_of(self, handle: int):
-        """The pool object that owns ``handle`` (an mbuf or mempool object)."""
-        h = int(handle)
+    def pool_of(self, handle):
+        """The pool object that owns ``handle`` (an mbuf or mempool object, or an Mbuf)."""
+        h = self.handle(handle)
         if 0 <= h < self.state.mb.size:
             pid = int(self.state.mb[h]["pool"])
             p = self._pools.get(pid)
             if p is not None and p.owns(h):
                 return p
-        raise InvalidHandle(f"{handle} is not an object of a live pool of this domain")
+        raise InvalidHandle(f"{h} is not an object of a live pool of this domain")
+
+    def generation(self, pid: int) -> int:
+        """How many times pool id ``pid`` has been registered in this domain."""
+        return self._gens[check_count(pid, "pid", lo=0, hi=MAX_POOLS - 1)]
+
+    # -- handle arguments --------------------------------------------------------------------
+    def handle(self, h, name: str = "handle") -> int:
+        """One handle argument as an int: an int (any integer type), or an :class:`Mbuf` of
+        this domain that is still valid (not stale, not from another domain).  Anything else
+        raises InvalidHandle.  Whether an int names a live mbuf is checked by the calls."""
+        if type(h) is int and -0x80000000 <= h <= 0x7FFFFFFF:
+            return h
+        if getattr(h, "_is_mbuf_facade", False):
+            h._check_domain(self)
+            h._valid()
+            return h.handle
+        return check_handle(h, name)
+
+    def handles(self, objs, name: str = "handles"):
+        """An array-of-handles argument as a 1-d contiguous int32 array (see
+        :func:`pktbuf.errors.check_handles`); Mbuf elements are checked as :meth:`handle`
+        does."""
+        return check_handles(objs, name, item=lambda x: self.handle(x, name))
 
     # -- pool registration (used by the pool classes) -----------------------------------------
     def _register(self, pool, n: int, ring_size: int) -> tuple[int, int, int]:
@@ -156,6 +186,7 @@ class Domain:
                 self._objs.release(base, n)
                 raise InvalidArgument(f"no room for a ring of {ring_size} slots in this domain")
             self._pools[pid] = pool
+            self._gens[pid] += 1
             return pid, base, rbase
 
     def _unregister(self, pid: int, base: int, n: int, rbase: int, ring_size: int) -> None:
@@ -173,8 +204,9 @@ class Domain:
         packet ``SanityCheckError`` -- and then nothing at all is freed.
         ``staged=True`` uses DPDK's staged algorithm instead of the run-grouped one.
         """
-        a = check_handles(mbufs, "mbufs")
-        lc = facade_lcore() if lcore is None else lcore
+        a = self.handles(mbufs, "mbufs")
+        lc = check_lcore(lcore)
+        staged = check_flag(staged, "staged")
         scratch = getattr(self._tls, "scratch", None)
         if scratch is None:
             scratch = self._tls.scratch = np.empty(2048, np.int32)

@@ -3,22 +3,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import (E_ALREADY, E_BADF, Busy, InvalidArgument, PoolExhausted, check_count,
-                      check_handles, error_for, raise_for)
-from ..lcore import facade_lcore
+from ..errors import (E_ALREADY, E_BADF, Busy, InvalidArgument, OutOfMemory, PoolExhausted,
+                      check_count, check_flag, error_for, raise_for)
+from ..lcore import check_lcore
 from ..mbuf import raw as RAW
-from ..mbuf.layout import DEFAULT_BUF_SIZE, HEADROOM, PRIV_ALIGN
+from ..mbuf.layout import DEFAULT_BUF_SIZE, F_INDIRECT, HEADROOM, NULL, PRIV_ALIGN
+from ..mempool.layout import OBJ_ALLOC
 from ..mempool import kernels as MK
 from ..mempool.layout import (CACHE_MAX_SIZE, LCORE_ANY, MAX_LCORE, POOL_DTYPE, POOL_F_MBUF,
                               POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED, STAT_NAMES)
 from ..shm import Region
-from ..ring.kernels import ring_init
+from ..ring.kernels import RING_HDR_WORDS, ring_count_at, ring_init
 from . import _entry as E
 from .domain import Domain, default_domain
 
 __all__ = ["Mempool", "PktmbufPool"]
 
 _CACHE_LINE = 64
+DEFAULT_CACHE_SIZE = 256   # PktmbufPool's cache when none is given (clamped to small pools)
 
 
 def _ring_size_for(n: int) -> int:
@@ -32,20 +34,29 @@ class Mempool:
     """A pool of ``n`` fixed-size objects (``rte_mempool``) with per-lcore caches.
 
     Objects are ``int32`` handles; ``obj_view(h)`` is the object's ``elt_size`` bytes in the
-    pool's shared region.  ``cache_size`` (0..512, at most ``n``) is the size of each lcore's
-    cache; ``sp_put``/``sc_get`` make the ring single-producer/-consumer.
+    pool's shared region.  ``cache_size`` (0..512, at most ``n``, as DPDK 26.07 requires) is the
+    size of each lcore's cache; ``sp_put``/``sc_get`` make the ring single-producer/-consumer.
     Facade calls use the calling thread's lcore (see :mod:`pktbuf.lcore`) unless given one.
+    A get of more objects than the pool has raises ``PoolExhausted``, as any get the pool
+    cannot satisfy (DPDK: ``-ENOENT``); a negative count ``InvalidArgument``.
     """
 
     _is_mbuf = False
 
     def __init__(self, n: int, elt_size: int, cache_size: int = 0, *, domain: Domain | None = None,
                  sp_put: bool = False, sc_get: bool = False, name: str = "mempool"):
+        self._closed = True
         n = check_count(n, "n", lo=1, hi=(1 << 31) - 2)
         elt_size = check_count(elt_size, "elt_size", lo=0 if self._is_mbuf else 1, hi=1 << 30)
         cache_size = check_count(cache_size, "cache_size", lo=0, hi=CACHE_MAX_SIZE)
         if cache_size > n:
             raise InvalidArgument(f"cache_size ({cache_size}) must not exceed n ({n})")
+        sp_put = check_flag(sp_put, "sp_put")
+        sc_get = check_flag(sc_get, "sc_get")
+        if not isinstance(name, str):
+            raise InvalidArgument(f"name must be a str, got {type(name).__name__}")
+        if domain is not None and not isinstance(domain, Domain):
+            raise InvalidArgument(f"domain must be a Domain, got {type(domain).__name__}")
         self.domain = domain if domain is not None else default_domain()
         self.name = name
         self.n = n
@@ -54,7 +65,10 @@ class Mempool:
         stride = max(_CACHE_LINE, (elt_size + _CACHE_LINE - 1)
                      // _CACHE_LINE * _CACHE_LINE)
         self.elt_size = stride
-        self.region = Region(stride * n, f"pktbuf-{name}", window=self.domain.window)
+        try:
+            self.region = Region(stride * n, f"pktbuf-{name}", window=self.domain.window)
+        except (OSError, ValueError) as e:
+            raise OutOfMemory(f"cannot map {n} objects of {stride} bytes ({e})") from None
         ring_size = _ring_size_for(n)
         try:
             self.id, self.obj_base, self._ring_base = self.domain._register(self, n, ring_size)
@@ -99,19 +113,23 @@ class Mempool:
         if self._closed:
             raise InvalidArgument(f"pool {self.name!r} is closed")
 
-    @staticmethod
-    def _lcore(lcore) -> int:
-        if lcore is None:
-            return facade_lcore()
-        lc = check_count(lcore, "lcore", lo=LCORE_ANY, hi=MAX_LCORE - 1)
-        return lc
+    _lcore = staticmethod(check_lcore)
+
+    def _count_out(self, n, out, what: str) -> tuple[int, np.ndarray]:
+        """The count and result array of a get: types first, then a count beyond the pool
+        size is exhaustion (as in DPDK), then the room in ``out``."""
+        n = check_count(n, "n", lo=0)
+        if out is not None:
+            self._out_ok(out)
+        if n > self.n:
+            raise PoolExhausted(f"pool {self.name!r} has {self.n} {what} in all, fewer than {n}")
+        return n, self._out(out, n)
 
     # -- get/put -----------------------------------------------------------------------------
     def get_bulk(self, n: int, *, lcore: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """``n`` objects, all or nothing (``PoolExhausted`` if fewer are available)."""
         self._check_open()
-        n = check_count(n, "n", lo=0, hi=self.n)
-        out = self._out(out, n)
+        n, out = self._count_out(n, out, "objects")
         rc = E.fast_get_bulk(*self._args, self.id, self._lcore(lcore), out, n)
         if rc < 0:
             raise PoolExhausted(f"pool {self.name!r}: fewer than {n} objects available", rc)
@@ -121,7 +139,7 @@ class Mempool:
         """Return objects; each must be an object of this pool that is handed out, listed once.
         On a bad entry nothing is returned and ``InvalidHandle``/``DoubleFree`` is raised."""
         self._check_open()
-        a = check_handles(objs, "objs")
+        a = self.domain.handles(objs, "objs")
         rc = E.fast_put_bulk(*self._args, self.id, self._lcore(lcore), a, a.size)
         if rc < 0:
             raise_for(rc, {E_BADF: f"an object is not from pool {self.name!r}",
@@ -131,20 +149,27 @@ class Mempool:
         return int(self.get_bulk(1, lcore=lcore)[0])
 
     def put(self, obj: int, *, lcore: int | None = None) -> None:
-        self.put_bulk(np.array([obj], np.int32), lcore=lcore)
+        self.put_bulk(np.array([self.domain.handle(obj, "obj")], np.int32), lcore=lcore)
 
     @staticmethod
-    def _out(out, n):
+    def _out_ok(out) -> None:
+        if not (isinstance(out, np.ndarray) and out.dtype == np.int32 and out.ndim == 1
+                and out.flags.c_contiguous and out.flags.writeable):
+            raise InvalidArgument("out must be a writeable contiguous 1-d int32 array")
+
+    @classmethod
+    def _out(cls, out, n):
         if out is None:
             return np.empty(n, np.int32)
-        if not (isinstance(out, np.ndarray) and out.dtype == np.int32 and out.ndim == 1
-                and out.flags.c_contiguous and out.flags.writeable and out.size >= n):
-            raise InvalidArgument("out must be a writeable contiguous int32 array of at least n entries")
+        cls._out_ok(out)
+        if out.size < n:
+            raise InvalidArgument(f"out has {out.size} entries, fewer than n ({n})")
         return out
 
     def obj_view(self, h: int) -> np.ndarray:
         """The ``elt_size`` bytes of object ``h`` (a view into the shared region)."""
-        h = int(h)
+        self._check_open()
+        h = self.domain.handle(h, "h")
         if not self.owns(h):
             raise error_for(E_BADF, f"{h} is not an object of pool {self.name!r}")
         off = (h - self.obj_base) * self.elt_size
@@ -154,22 +179,37 @@ class Mempool:
     @property
     def avail_count(self) -> int:
         """Objects in the pool: ring plus every lcore cache (a snapshot)."""
+        self._check_open()
         return int(E.py_counts(*self._args, self.id)[0])
 
     @property
     def in_use_count(self) -> int:
+        self._check_open()
         return int(E.py_counts(*self._args, self.id)[1])
 
+    def _available_to(self, lc: int) -> int:
+        """Objects a get through lcore ``lc`` can take (the ring plus that lcore's cache): a
+        sequence of gets of that many in all succeeds if no other thread takes objects."""
+        n = int(ring_count_at(self.domain.state.ring_hdr, self.id * RING_HDR_WORDS))
+        if 0 <= lc < MAX_LCORE and self.cache_size:
+            n += int(self.domain.cache_len_view()[self.id, lc])
+        return n
+
     def cache_flush(self, lcore: int | None = None) -> None:
-        """Empty ``lcore``'s cache (default: this thread's) into the ring."""
+        """Empty ``lcore``'s cache (default: this thread's) into the ring.  The thread that
+        uses that lcore must not be using the pool meanwhile (caches are unlocked, as in
+        DPDK)."""
+        self._check_open()
         MK.mempool_cache_flush(self.domain.state, self.id, self._lcore(lcore))
 
     def cache_count(self, lcore: int | None = None) -> int:
+        self._check_open()
         lc = self._lcore(lcore)
         return 0 if lc == LCORE_ANY else int(self.domain.cache_len_view()[self.id, lc])
 
     def stats(self) -> dict:
         """Statistics counters summed over lcores (DPDK's ``rte_mempool`` debug stats names)."""
+        self._check_open()
         rows = self.domain.stats_view()[self.id, :, :len(STAT_NAMES)].sum(axis=0)
         return {k: int(v) for k, v in zip(STAT_NAMES, rows)}
 
@@ -189,20 +229,57 @@ class Mempool:
 
     # -- life cycle --------------------------------------------------------------------------
     def close(self, *, force: bool = False) -> None:
-        """Destroy the pool.  Raises ``Busy`` if objects are still handed out (unless ``force``)."""
+        """Destroy the pool.  Raises ``Busy`` if objects are still handed out (unless ``force``).
+
+        Even with ``force``, an mbuf pool is not closed (``Busy``) while mbufs of other pools
+        are chained to its mbufs or attached to their buffers, or its mbufs to theirs: closing
+        it would leave them pointing at unmapped memory, or strand the other pools' mbufs.
+        Handles and :class:`~pktbuf.Mbuf` objects of a closed pool are refused from then on
+        (an Mbuf also after the pool id is reused: it records the pool's generation).
+        """
         if self._closed:
             return
+        force = check_flag(force, "force")
         st = self.domain.state
-        for lc in range(MAX_LCORE):
-            MK.mempool_cache_flush(st, self.id, lc)
-        in_use = self.in_use_count
+        in_use = self.in_use_count          # (objects in lcore caches count as available)
         if in_use and not force:
             raise Busy(f"pool {self.name!r} has {in_use} objects in use")
+        if in_use and self._is_mbuf:
+            self._check_no_foreign_links()
+        # refused calls above change nothing; from here on the pool goes away
+        for lc in range(MAX_LCORE):
+            MK.mempool_cache_flush(st, self.id, lc)
         st.pools[self.id]["flags"] = 0
         MK.mempool_depopulate(st, self.id)
         self.domain._unregister(self.id, self.obj_base, self.n, self._ring_base, self._ring_size)
         self._closed = True
         self.region.close()
+
+    def _check_no_foreign_links(self) -> None:
+        """Busy if an allocated mbuf of another pool links to (``next``) or uses the buffer of
+        (``direct``) one of ours, or one of ours to one of theirs."""
+        mb = self.domain.state.mb
+        lo, hi = self.obj_base, self.obj_base + self.n
+
+        def refs(d, inside: bool) -> bool:
+            alloc = d["state"] == OBJ_ALLOC
+            nxt = d["next"]
+            dr = np.where((d["ol_flags"] & np.uint64(F_INDIRECT)) != 0, d["direct"], NULL)
+            if inside:      # points into [lo, hi)
+                hit = ((nxt >= lo) & (nxt < hi)) | ((dr >= lo) & (dr < hi))
+            else:           # points somewhere outside [lo, hi)
+                hit = ((nxt != NULL) & ((nxt < lo) | (nxt >= hi))) | \
+                      ((dr != NULL) & ((dr < lo) | (dr >= hi)))
+            return bool((alloc & hit).any())
+
+        if refs(mb[lo:hi], inside=False):
+            raise Busy(f"pool {self.name!r}: some of its mbufs are chained to or attached to "
+                       f"mbufs of other pools; free them first")
+        for p in self.domain.pools:
+            if p is not self and getattr(p, "_is_mbuf", False):
+                if refs(mb[p.obj_base:p.obj_base + p.n], inside=True):
+                    raise Busy(f"pool {self.name!r}: mbufs of pool {p.name!r} are chained to or "
+                               f"attached to its mbufs; free them first")
 
     @property
     def closed(self) -> bool:
@@ -222,6 +299,10 @@ class Mempool:
 class PktmbufPool(Mempool):
     """A pool of packet mbufs (``rte_pktmbuf_pool_create``).
 
+    ``cache_size`` is each lcore's cache: by default ``DEFAULT_CACHE_SIZE`` (256), or ``n``
+    for pools smaller than that; an explicit value must be at most ``n`` (``InvalidArgument``
+    otherwise, as DPDK 26.07 refuses it).
+
     ``data_room`` is each mbuf's buffer size including headroom (DPDK's default 2176 =
     2048 + 128); ``priv_size`` (a multiple of 8) is an application area in front of each buffer;
     ``headroom`` (default 128) is where the data starts after a reset, capped at ``data_room``.
@@ -230,17 +311,20 @@ class PktmbufPool(Mempool):
 
     _is_mbuf = True
 
-    def __init__(self, n: int, cache_size: int = 256, data_room: int = DEFAULT_BUF_SIZE, *,
-                 priv_size: int = 0, headroom: int = HEADROOM, domain: Domain | None = None,
+    def __init__(self, n: int, cache_size: int | None = None, data_room: int = DEFAULT_BUF_SIZE,
+                 *, priv_size: int = 0, headroom: int = HEADROOM, domain: Domain | None = None,
                  sp_put: bool = False, sc_get: bool = False, name: str = "mbuf_pool"):
+        self._closed = True
         self.data_room = check_count(data_room, "data_room", lo=0, hi=0xFFFF)
         self.priv_size = check_count(priv_size, "priv_size", lo=0, hi=0xFFFF)
         if self.priv_size % PRIV_ALIGN:
             raise InvalidArgument(f"priv_size must be a multiple of {PRIV_ALIGN}")
         self.headroom = min(check_count(headroom, "headroom", lo=0, hi=0xFFFF), self.data_room)
         n = check_count(n, "n", lo=1, hi=(1 << 31) - 2)
-        cache_size = check_count(cache_size, "cache_size", lo=0, hi=CACHE_MAX_SIZE)
-        super().__init__(n, self.priv_size + self.data_room, min(cache_size, n), domain=domain,
+        if cache_size is None:        # the default, DEFAULT_CACHE_SIZE, lowered for small pools
+            cache_size = min(DEFAULT_CACHE_SIZE, n)
+        # an explicit size is checked by Mempool: at most n (DPDK refuses more with EINVAL)
+        super().__init__(n, self.priv_size + self.data_room, cache_size, domain=domain,
                          sp_put=sp_put, sc_get=sc_get, name=name)
 
     def _set_mbuf_fields(self, p) -> None:
@@ -256,7 +340,7 @@ class PktmbufPool(Mempool):
         if h < 0:
             raise PoolExhausted(f"pool {self.name!r} is empty", h)
         from .mbuf import Mbuf
-        return Mbuf(self.domain, h)
+        return Mbuf._new(self.domain, h, self.id)
 
     def alloc_bulk(self, n: int, *, lcore: int | None = None, out: np.ndarray | None = None,
                    raw: bool = False) -> np.ndarray:
@@ -266,8 +350,8 @@ class PktmbufPool(Mempool):
         ``raw=True`` skips the per-packet reset (``rte_mbuf_raw_alloc_bulk``).
         """
         self._check_open()
-        n = check_count(n, "n", lo=0, hi=self.n)
-        out = self._out(out, n)
+        n, out = self._count_out(n, out, "mbufs")
+        raw = check_flag(raw, "raw")
         rc = E.fast_alloc_bulk(*self._args, self.id, self._lcore(lcore), out, n, raw)
         if rc < 0:
             raise PoolExhausted(f"pool {self.name!r}: fewer than {n} mbufs available", rc)

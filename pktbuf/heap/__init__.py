@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import (E_ALREADY, E_BADF, E_NOMEM, DoubleFree, InvalidArgument,
-                      InvalidHandle, OutOfMemory, SanityCheckError, check_count, error_for)
+                      InvalidHandle, OutOfMemory, SanityCheckError, check_count, check_flag,
+                      error_for)
 from ..shm import Region
 from . import kernels as K
 from .layout import (ELEM_DTYPE, ELEM_FREE, GRAIN, H_ZERO_IN_LOCK, HEAP, MAX_GRAINS,
@@ -36,19 +37,39 @@ class Heap:
     :class:`~pktbuf.shm.Region` (its whole size); then ``dirty`` defaults to True -- its
     contents are unknown, so zmalloc clears what it hands out until it has been freed once.
     A fresh region is zero-filled by the kernel and starts clean.  Thread safe.
+
+    Every call validates its arguments before a kernel runs: sizes, counts and alignments are
+    integers (``InvalidArgument`` otherwise; larger than any heap can hold: ``OutOfMemory``),
+    pointers are integers (``InvalidHandle`` otherwise, or when not a block of this heap).
+    After :meth:`close` every call raises ``InvalidArgument``.
     """
+
+    _MAX_BYTES = MAX_GRAINS * GRAIN
 
     def __init__(self, size: int | None = None, *, zero_in_lock: bool = False,
                  region: Region | None = None, dirty: bool | None = None,
                  name: str = "pktbuf-heap"):
+        self.region = None
+        zero_in_lock = check_flag(zero_in_lock, "zero_in_lock")
+        if dirty is not None:
+            dirty = check_flag(dirty, "dirty")
+        if not isinstance(name, str):
+            raise InvalidArgument(f"name must be a str, got {type(name).__name__}")
+        if region is not None and not isinstance(region, Region):
+            raise InvalidArgument(f"region must be a Region, got {type(region).__name__}")
         if region is None:
             size = check_count(size, "size", lo=1, hi=MAX_GRAINS * GRAIN)
             size = (size + GRAIN - 1) // GRAIN * GRAIN
-            region = Region(size, name)
+            try:
+                region = Region(size, name)
+            except (OSError, ValueError) as e:
+                raise OutOfMemory(f"cannot map a heap of {size} bytes ({e})", E_NOMEM) from None
             self._own_region = True
             dirty = bool(dirty)
         else:
-            if size is not None and size != region.size:
+            if region.closed:
+                raise InvalidArgument("the region is closed")
+            if size is not None and check_count(size, "size", lo=1) != region.size:
                 raise InvalidArgument("size must be omitted (or equal region.size) with region=")
             if region.size % GRAIN or region.address % GRAIN:
                 raise InvalidArgument("the region's size and address must be multiples of 64")
@@ -64,21 +85,32 @@ class Heap:
             raise InvalidArgument(f"heap_init failed ({rc})")
         self.state.ctl[H_ZERO_IN_LOCK] = 1 if zero_in_lock else 0
 
+    def _open(self) -> None:
+        if self.region is None or self.region.closed:
+            raise InvalidArgument("the heap is closed")
+
+    @property
+    def closed(self) -> bool:
+        return self.region is None or self.region.closed
+
     @property
     def zero_in_lock(self) -> bool:
         return bool(self.state.ctl[H_ZERO_IN_LOCK])
 
     @property
     def base(self) -> int:
+        self._open()
         return self.region.address
 
     # -- allocation ---------------------------------------------------------------------------
-    @staticmethod
-    def _args(size, align):
+    def _args(self, size, align):
+        self._open()
         size = check_count(size, "size", lo=1)
         align = check_count(align, "align", lo=0)
         if align & (align - 1):
             raise InvalidArgument(f"align must be 0 or a power of two, got {align}")
+        if size > self._MAX_BYTES or align > self._MAX_BYTES:
+            raise OutOfMemory(f"no heap holds {size} bytes aligned to {align}", E_NOMEM)
         return size, align
 
     def _result(self, rc: int, what: str) -> int:
@@ -101,6 +133,8 @@ class Heap:
     def calloc(self, num: int, size: int, align: int = 0) -> int:
         num = check_count(num, "num", lo=1)
         size, align = self._args(size, align)
+        if num * size > self._MAX_BYTES:
+            raise OutOfMemory(f"calloc({num}, {size}): no heap holds {num * size} bytes", E_NOMEM)
         return self._result(int(K.heap_calloc(self.state, num, size, align)),
                             f"calloc({num}, {size})")
 
@@ -116,6 +150,7 @@ class Heap:
 
     # -- freeing ------------------------------------------------------------------------------
     def _ptr(self, ptr) -> int:
+        self._open()
         try:
             return check_count(ptr, "ptr", lo=0, hi=(1 << 63) - 1)
         except InvalidArgument as e:
@@ -153,6 +188,7 @@ class Heap:
         """``n`` bytes (default: the usable size) of block ``ptr`` as a uint8 array view."""
         size = self.usable_size(ptr)
         n = size if n is None else check_count(n, "n", lo=0, hi=size)
+        ptr = self._ptr(ptr)
         off = ptr - self.base
         return self.region.array[off:off + n]
 
@@ -162,6 +198,7 @@ class Heap:
 
     def stats(self) -> dict:
         """``rte_malloc_get_socket_stats`` fields: sizes in bytes, counts of elements."""
+        self._open()
         out = np.zeros(len(STAT_NAMES), np.int64)
         K.heap_get_stats(self.state, out)
         return {k: int(v) for k, v in zip(STAT_NAMES, out)}
@@ -169,8 +206,9 @@ class Heap:
     def validate(self, check_zero: bool = False) -> None:
         """Check every invariant (call while no other thread uses the heap); raises
         ``SanityCheckError`` naming the broken rule.  ``check_zero`` also reads all free memory."""
+        self._open()
         info = np.zeros(2, np.int64)
-        rc = int(K.heap_validate(self.state, bool(check_zero), info))
+        rc = int(K.heap_validate(self.state, check_flag(check_zero, "check_zero"), info))
         if rc < 0:
             err = SanityCheckError(f"heap invalid: {VALIDATE_REASONS.get(int(info[0]), info[0])} "
                                    f"(grain {int(info[1])})", rc)
@@ -178,10 +216,16 @@ class Heap:
             raise err
 
     def close(self) -> None:
+        """Unmap the heap's region (if the heap created it); every later call is refused."""
+        if self.region is None:
+            return
         if self._own_region:
             self.region.close()
+        self.region = None
 
     def __repr__(self) -> str:
+        if self.closed:
+            return "Heap(closed)"
         s = self.stats()
         return (f"Heap(size={self.size}, free={s['heap_freesz_bytes']}, "
                 f"alloc_count={s['alloc_count']}, zero_in_lock={self.zero_in_lock})")

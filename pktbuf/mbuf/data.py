@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-from ..errors import E_NOENT, E_NOSPC, E_OVERFLOW, E_RANGE
-from ..rawmem import addr_u8, memcpy
+from ..errors import E_FAULT, E_INVAL, E_NOENT, E_NOSPC, E_OVERFLOW, E_RANGE
+from ..rawmem import addr_u8, memcpy, memmove
 from .free import pktmbuf_free, pktmbuf_free_seg
 from .layout import F_NOT_DIRECT, MAX_SEGS, NULL
 from .raw import pktmbuf_alloc, pktmbuf_copy_header
@@ -62,10 +62,13 @@ def pktmbuf_buffer(dom, h):
 
 @kernel
 def pktmbuf_lastseg(dom, h):
-    """``rte_pktmbuf_lastseg``: the last segment of packet ``h``."""
+    """``rte_pktmbuf_lastseg``: the last segment of packet ``h`` (a chain that loops stops
+    after 65535 segments instead of spinning forever)."""
     seg = np.int64(h)
-    while dom.mb[seg].next != NULL:
+    n = 1
+    while dom.mb[seg].next != NULL and n < MAX_SEGS:
         seg = np.int64(dom.mb[seg].next)
+        n += 1
     return seg
 
 
@@ -166,18 +169,28 @@ def pktmbuf_read(dom, h, off, length, buf):
 
     If the bytes lie inside one segment the address points into it (no copy); otherwise they
     are copied into ``buf`` (a uint8 array of at least ``length``) and ``buf``'s address is
-    returned.  -ERANGE (-34) if ``off + length`` is beyond ``pkt_len`` (or ``buf`` too small).
+    returned.  -ERANGE (-34) if ``off + length`` is beyond ``pkt_len`` (or ``buf`` is too
+    small), -EFAULT (-14) if the segments hold fewer bytes than ``pkt_len`` says (a packet
+    whose lengths disagree; nothing is written beyond ``buf[:length]`` then either).
+
+    Zero-length segments anywhere in the chain are legal (DPDK's test_mbuf reads across
+    {1024, 0, 100}): the skip walks over every segment that ends at or before ``off``, as
+    DPDK 22.11's ``__rte_pktmbuf_read`` does (``while (off >= data_len)``), and the copy loop
+    never computes a negative chunk.
     """
     m = dom.mb[h]
     if off < 0 or length < 0 or off + length > np.int64(m.pkt_len):
         return np.int64(E_RANGE)
     if off + length <= np.int64(m.data_len):
         return pktmbuf_mtod(dom, h) + off
-    # skip whole segments before `off` (a zero-length segment stops the skip, as in DPDK)
+    # skip the segments that end at or before `off`; stop on the last one (off == pkt_len
+    # with length 0 ends there) -- or at a broken chain
     seg = np.int64(h)
-    while off >= np.int64(dom.mb[seg].data_len) and dom.mb[seg].data_len != 0:
+    nseg = 0
+    while off >= np.int64(dom.mb[seg].data_len):
         nxt = np.int64(dom.mb[seg].next)
-        if nxt == NULL:   # off == pkt_len and length == 0: the end of the last segment
+        nseg += 1
+        if nxt == NULL or nseg > MAX_SEGS:
             break
         off -= np.int64(dom.mb[seg].data_len)
         seg = nxt
@@ -188,14 +201,18 @@ def pktmbuf_read(dom, h, off, length, buf):
     dst = buf.ctypes.data
     done = np.int64(0)
     while done < length:
+        if seg == NULL or nseg > MAX_SEGS:
+            return np.int64(E_FAULT)          # the chain ended before pkt_len bytes
         s = dom.mb[seg]
-        chunk = np.int64(s.data_len) - off
+        chunk = np.int64(s.data_len) - off     # off < data_len here, or the segment is empty
         if chunk > length - done:
             chunk = length - done
-        memcpy(dst + done, np.int64(s.buf_addr) + np.int64(s.data_off) + off, chunk)
-        done += chunk
+        if chunk > 0:
+            memcpy(dst + done, np.int64(s.buf_addr) + np.int64(s.data_off) + off, chunk)
+            done += chunk
         off = 0
         seg = np.int64(s.next)
+        nseg += 1
     return np.int64(dst)
 
 
@@ -204,12 +221,25 @@ def pktmbuf_linearize(dom, lcore, h):
     """``rte_pktmbuf_linearize``: move every segment's data into the first one.
 
     Returns 0, or -ENOSPC (-28) (nothing changed) if the first segment's tailroom cannot hold
-    the rest of the packet.  The emptied segments are freed through ``lcore``'s caches.
+    the rest of the packet, or -EFAULT (-14) (nothing changed) if the chain loops.  The
+    emptied segments are freed through ``lcore``'s caches.
+
+    How much moves is the sum of the segments' ``data_len``, counted before anything is
+    copied -- not ``pkt_len - data_len``, which a packet whose lengths disagree would make too
+    small for the copy that follows.
     """
     m = dom.mb[h]
-    if m.nb_segs == 1:
+    if m.next == NULL:
         return 0
-    extra = np.int64(m.pkt_len) - np.int64(m.data_len)
+    extra = np.int64(0)
+    seg = np.int64(m.next)
+    nseg = 1
+    while seg != NULL:
+        nseg += 1
+        if nseg > MAX_SEGS:
+            return E_FAULT
+        extra += np.int64(dom.mb[seg].data_len)
+        seg = np.int64(dom.mb[seg].next)
     if extra > pktmbuf_tailroom(dom, h):
         return E_NOSPC
     dst = np.int64(m.buf_addr) + np.int64(m.data_off) + np.int64(m.data_len)
@@ -217,7 +247,8 @@ def pktmbuf_linearize(dom, lcore, h):
     while seg != NULL:
         s = dom.mb[seg]
         n = np.int64(s.data_len)
-        memcpy(dst, np.int64(s.buf_addr) + np.int64(s.data_off), n)
+        # memmove: a later segment may be a clone of this very buffer
+        memmove(dst, np.int64(s.buf_addr) + np.int64(s.data_off), n)
         dst += n
         nxt = np.int64(s.next)
         pktmbuf_free_seg(dom, lcore, seg)
@@ -234,8 +265,17 @@ def pktmbuf_copy(dom, pid, lcore, h, off, length):
 
     ``length`` is clamped to the data after ``off``.  The copy is a new (direct) packet from
     pool ``pid``, chained when it does not fit one buffer, with the header fields of ``h``.
-    Returns its handle, -ERANGE (-34) if ``off > pkt_len``, or -ENOENT (-2) (nothing allocated
-    is kept) if the pool ran out.
+    Returns its handle, or (nothing allocated is kept):
+
+    * -ERANGE (-34) if ``off > pkt_len``;
+    * -ENOENT (-2) if the pool ran out;
+    * -EINVAL (-22) if there is data to copy and the pool's mbufs have no room for data
+      (data room equal to the headroom: the copy would chain empty mbufs until the pool is
+      exhausted);
+    * -EOVERFLOW (-75) if the copy would need more than 65535 segments;
+    * -EFAULT (-14) if the segments hold fewer bytes than ``pkt_len`` says, or the chain loops.
+
+    Zero-length segments anywhere in the source are legal.
     """
     src = dom.mb[h]
     pkt_len = np.int64(src.pkt_len)
@@ -243,21 +283,36 @@ def pktmbuf_copy(dom, pid, lcore, h, off, length):
         return np.int64(E_RANGE)
     if length < 0 or length > pkt_len - off:
         length = pkt_len - off
+    p = dom.pools[pid]
+    if length > 0 and np.int64(p.data_room) <= np.int64(p.headroom):
+        return np.int64(E_INVAL)
     head = pktmbuf_alloc(dom, pid, lcore)
     if head < 0:
         return head
     pktmbuf_copy_header(dom, head, h)
     dom.mb[head].ol_flags = src.ol_flags & ~np.uint64(F_NOT_DIRECT)
-    # skip to the segment holding `off`
+    # skip the segments that end at or before `off` (zero-length ones included)
     seg = np.int64(h)
+    nsrc = 1
     while seg != NULL and off >= np.int64(dom.mb[seg].data_len):
         off -= np.int64(dom.mb[seg].data_len)
         seg = np.int64(dom.mb[seg].next)
+        nsrc += 1
+        if nsrc > MAX_SEGS + 1:
+            pktmbuf_free(dom, lcore, head)
+            return np.int64(E_FAULT)
     cur = head
     remaining = length
     while remaining > 0:
+        if seg == NULL:
+            # the chain ended before pkt_len: the source's lengths disagree
+            pktmbuf_free(dom, lcore, head)
+            return np.int64(E_FAULT)
         room = pktmbuf_tailroom(dom, cur)
         if room == 0:
+            if np.int64(dom.mb[head].nb_segs) >= MAX_SEGS:
+                pktmbuf_free(dom, lcore, head)
+                return np.int64(E_OVERFLOW)
             nxt = pktmbuf_alloc(dom, pid, lcore)
             if nxt < 0:
                 pktmbuf_free(dom, lcore, head)
@@ -271,14 +326,19 @@ def pktmbuf_copy(dom, pid, lcore, h, off, length):
         chunk = avail if avail < room else room
         if chunk > remaining:
             chunk = remaining
-        c = dom.mb[cur]
-        memcpy(np.int64(c.buf_addr) + np.int64(c.data_off) + np.int64(c.data_len),
-               np.int64(s.buf_addr) + np.int64(s.data_off) + off, chunk)
-        c.data_len = np.int64(c.data_len) + chunk
-        dom.mb[head].pkt_len = np.int64(dom.mb[head].pkt_len) + chunk
-        remaining -= chunk
-        off += chunk
+        if chunk > 0:
+            c = dom.mb[cur]
+            memcpy(np.int64(c.buf_addr) + np.int64(c.data_off) + np.int64(c.data_len),
+                   np.int64(s.buf_addr) + np.int64(s.data_off) + off, chunk)
+            c.data_len = np.int64(c.data_len) + chunk
+            dom.mb[head].pkt_len = np.int64(dom.mb[head].pkt_len) + chunk
+            remaining -= chunk
+            off += chunk
         if off >= np.int64(s.data_len):
             off = 0
             seg = np.int64(s.next)
+            nsrc += 1
+            if nsrc > MAX_SEGS + 1:
+                pktmbuf_free(dom, lcore, head)
+                return np.int64(E_FAULT)
     return head

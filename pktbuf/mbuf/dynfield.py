@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from .._jit import kernel
-from ..errors import InvalidArgument, PktbufError
+from ..errors import DynBusy, DynExists, DynNotFound, InvalidArgument, check_count
 from ..rawmem import load_u8, store_u8
 from .layout import MBUF_DTYPE
 
@@ -31,14 +31,14 @@ FLAG_FIRST_FREE = 23
 FLAG_LAST_FREE = 40
 
 
-class DynExists(PktbufError, ValueError):
-    """A field or flag of that name exists with other parameters (EEXIST)."""
-    code = -17
+__all__ = ["DynRegistry", "DynExists", "DynBusy", "DynNotFound", "DYN_START", "DYN_END", "FLAG_FIRST_FREE",
+           "FLAG_LAST_FREE", "mbuf_dynfield_read", "mbuf_dynfield_write"]
 
 
-class DynBusy(PktbufError):
-    """The requested offset or bit is taken, or no room is left (EBUSY / ENOENT)."""
-    code = -16
+def _name(name, what: str) -> str:
+    if not isinstance(name, str) or not name or len(name) >= 64:
+        raise InvalidArgument(f"{what} name must be a string of 1..63 characters")
+    return name
 
 
 class DynRegistry:
@@ -54,14 +54,15 @@ class DynRegistry:
     def register_field(self, name: str, size: int, align: int = 1, *, offset: int | None = None,
                        flags: int = 0) -> int:
         """Claim ``size`` bytes aligned to ``align``; returns the byte offset in the mbuf."""
-        if not name or len(name) >= 64:
-            raise InvalidArgument("dynfield name must have 1..63 characters")
-        if flags != 0:
+        name = _name(name, "dynfield")
+        if check_count(flags, "flags") != 0:
             raise InvalidArgument("dynfield flags must be 0")
-        if size <= 0 or size > DYN_END - DYN_START:
-            raise InvalidArgument(f"dynfield size must be 1..{DYN_END - DYN_START}")
-        if align <= 0 or align & (align - 1):
+        size = check_count(size, "size", lo=1, hi=DYN_END - DYN_START)
+        align = check_count(align, "align", lo=1, hi=DYN_END - DYN_START)
+        if align & (align - 1):
             raise InvalidArgument("dynfield align must be a power of two")
+        if offset is not None:
+            offset = check_count(offset, "offset", lo=0, hi=DYN_END)
         with self._lock:
             old = self._fields.get(name)
             if old is not None:
@@ -85,15 +86,16 @@ class DynRegistry:
     def lookup_field(self, name: str) -> int:
         with self._lock:
             if name not in self._fields:
-                raise KeyError(name)
+                raise DynNotFound(f"no dynfield {name!r}")
             return self._fields[name][0]
 
     def register_flag(self, name: str, *, bitnum: int | None = None, flags: int = 0) -> int:
         """Claim a bit of ``ol_flags``; returns its number (use ``1 << bit``)."""
-        if not name or len(name) >= 64:
-            raise InvalidArgument("dynflag name must have 1..63 characters")
-        if flags != 0:
+        name = _name(name, "dynflag")
+        if check_count(flags, "flags") != 0:
             raise InvalidArgument("dynflag flags must be 0")
+        if bitnum is not None:
+            bitnum = check_count(bitnum, "bitnum", lo=0, hi=63)
         with self._lock:
             old = self._flags.get(name)
             if old is not None:
@@ -115,7 +117,7 @@ class DynRegistry:
     def lookup_flag(self, name: str) -> int:
         with self._lock:
             if name not in self._flags:
-                raise KeyError(name)
+                raise DynNotFound(f"no dynflag {name!r}")
             return self._flags[name]
 
 

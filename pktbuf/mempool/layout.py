@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..block import Layout
-from ..lcore import LCORE_ANY, MAX_LCORE  # noqa: F401  (part of the layout's vocabulary)
+from ..lcore import LCORE_ANY, MAX_LCORE  # noqa: F401  (defined in the base module lcore.py)
 from ..ring.kernels import RING_HDR_WORDS
 
 MAX_POOLS = 256          # pool ids are 16-bit in the object header; 0xFFFF is never used

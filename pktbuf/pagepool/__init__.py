@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import (E_ALREADY, E_BADF, E_BUSY, E_INVAL, E_NOMEM, DoubleFree, InvalidArgument,
-                      InvalidHandle, OutOfMemory, PktbufError, check_count, check_handles,
-                      error_for)
+                      InvalidHandle, OutOfMemory, PktbufError, check_count, check_flag,
+                      check_handles, error_for)
 from ..ring.kernels import RING_F_EXACT_SZ, RING_F_SC_DEQ, ring_count, ring_init
 from ..shm import Region
 from . import arena as A
@@ -50,30 +50,52 @@ class PageArena:
 
     Pages are ``int32`` ids.  ``alloc_page``/``alloc_pages_bulk``/``get_page``/``put_page``
     follow Linux; :meth:`page_view` is a page's bytes.  Thread safe (one spin lock).
+    Every call validates its arguments before a kernel runs; after :meth:`close` every call
+    raises ``InvalidArgument``.
     """
 
     def __init__(self, n_pages: int, page_size: int = 4096, *, name: str = "pktbuf-pages"):
+        self.region = None
         n_pages = check_count(n_pages, "n_pages", lo=1, hi=(1 << 31) - 1)
         page_size = check_count(page_size, "page_size", lo=64, hi=1 << 30)
         if page_size & (page_size - 1):
             raise InvalidArgument(f"page_size must be a power of two, got {page_size}")
+        if not isinstance(name, str):
+            raise InvalidArgument(f"name must be a str, got {type(name).__name__}")
         self.n_pages = n_pages
         self.page_size = page_size
         self.page_shift = page_size.bit_length() - 1
-        self.region = Region(n_pages * page_size, name)
+        try:
+            self.region = Region(n_pages * page_size, name)
+        except (OSError, ValueError) as e:
+            raise OutOfMemory(f"cannot map {n_pages} pages of {page_size} bytes ({e})",
+                              E_NOMEM) from None
         self.state = A.ARENA.create({"pages": n_pages, "free_stack": n_pages})
         rc = A.arena_init(self.state, n_pages, self.page_shift, self.region.address)
         if rc != 0:  # pragma: no cover - arguments validated above
             raise InvalidArgument(f"arena_init failed ({rc})")
 
+    def _open(self) -> None:
+        if self.region is None or self.region.closed:
+            raise InvalidArgument("the page arena is closed")
+
+    @property
+    def closed(self) -> bool:
+        return self.region is None or self.region.closed
+
     def _page(self, p) -> int:
-        p = check_count(p, "page", lo=-(1 << 31), hi=(1 << 31) - 1)
+        self._open()
+        try:
+            p = check_count(p, "page", lo=-(1 << 31), hi=(1 << 31) - 1)
+        except InvalidArgument as e:
+            raise InvalidHandle(str(e)) from None
         if not 0 <= p < self.n_pages:
             raise InvalidHandle(f"{p} is not a page of this arena (0..{self.n_pages - 1})")
         return p
 
     def alloc_page(self) -> int:
         """One page (reference count 1); ``OutOfMemory`` if the arena is empty."""
+        self._open()
         p = int(A.alloc_page(self.state))
         if p < 0:
             raise OutOfMemory("the page arena is empty", p)
@@ -82,6 +104,7 @@ class PageArena:
     def alloc_pages_bulk(self, pages) -> int:
         """Fill the -1 slots of the int32 array ``pages`` (in place); returns how many were filled
         (fewer than the empty slots when the arena runs low; 0 is not an error)."""
+        self._open()
         if not (isinstance(pages, np.ndarray) and pages.dtype == np.int32 and pages.ndim == 1
                 and pages.flags.c_contiguous and pages.flags.writeable):
             raise InvalidArgument("pages must be a writeable contiguous 1-d int32 array")
@@ -117,6 +140,7 @@ class PageArena:
 
     @property
     def free_count(self) -> int:
+        self._open()
         return int(A.arena_free_count(self.state))
 
     def stats(self) -> dict:
@@ -132,9 +156,14 @@ class PageArena:
         return pid
 
     def close(self) -> None:
-        self.region.close()
+        """Unmap the arena; every later call (and every call of its page pools) is refused."""
+        if self.region is not None:
+            self.region.close()
+            self.region = None
 
     def __repr__(self) -> str:
+        if self.closed:
+            return "PageArena(closed)"
         return (f"PageArena(n_pages={self.n_pages}, page_size={self.page_size}, "
                 f"free={self.free_count})")
 
@@ -153,12 +182,13 @@ class PagePool:
                  refill: str = "bulk"):
         if not isinstance(arena, PageArena):
             raise InvalidArgument("arena must be a PageArena")
+        arena._open()
         size = K.PP_RING_DEFAULT if pool_size is None else check_count(pool_size, "pool_size", lo=1)
         size = min(size, K.PP_RING_MAX)
         flags = check_count(flags, "flags", lo=0)
         if flags & ~K.PP_FLAG_ALL:
             raise InvalidArgument(f"unknown page pool flags {flags & ~K.PP_FLAG_ALL:#x}")
-        if refill not in _REFILL:
+        if not isinstance(refill, str) or refill not in _REFILL:
             raise InvalidArgument(f"refill must be 'bulk' or 'single', got {refill!r}")
         self.arena = arena
         self.pool_size = size
@@ -180,6 +210,7 @@ class PagePool:
 
     # -- allocation ---------------------------------------------------------------------------
     def _check_alive(self, what: str) -> None:
+        self.arena._open()
         if self.state.ctl[K.P_STATE] != K.PP_ALIVE:
             raise InvalidArgument(f"{what}: the page pool has been destroyed")
 
@@ -194,6 +225,7 @@ class PagePool:
 
     # -- freeing -------------------------------------------------------------------------------
     def _page(self, p) -> int:
+        self.arena._open()
         try:
             return check_count(p, "page", lo=-(1 << 31), hi=(1 << 31) - 1)
         except InvalidArgument as e:
@@ -202,7 +234,8 @@ class PagePool:
     def put_page(self, p, allow_direct: bool = False) -> None:
         """Drop one pool reference on page ``p``; the last one recycles or releases it.
         ``allow_direct=True`` only from the pool's own thread."""
-        rc = int(K.page_pool_put_page(*self._args, self._page(p), bool(allow_direct)))
+        rc = int(K.page_pool_put_page(*self._args, self._page(p),
+                                      check_flag(allow_direct, "allow_direct")))
         if rc < 0:
             _raise(rc, f"put_page({p})")
 
@@ -215,8 +248,10 @@ class PagePool:
 
     def put_page_bulk(self, pages, allow_direct: bool = False) -> None:
         """Return several pages at once; all or nothing (``InvalidHandle``/``DoubleFree``)."""
+        self.arena._open()
+        direct = check_flag(allow_direct, "allow_direct")
         a = np.array(check_handles(pages, "pages"), np.int32)   # the kernel overwrites it
-        rc = int(K.page_pool_put_page_bulk(*self._args, a, a.size, bool(allow_direct)))
+        rc = int(K.page_pool_put_page_bulk(*self._args, a, a.size, direct))
         if rc < 0:
             _raise(rc, "put_page_bulk")
 
@@ -281,12 +316,14 @@ class PagePool:
     def destroy(self) -> int:
         """``page_pool_destroy``: stop allocating, return what can be returned; the result is the
         number of pages still in flight (0: the pool is gone).  Retry with :meth:`release`."""
+        self.arena._open()
         return int(K.page_pool_destroy(self.state, self.arena.state))
 
     def release(self) -> int:
         """One more shutdown attempt after :meth:`destroy` (Linux retries every second)."""
+        self.arena._open()
         if not self.destroyed:
-            raise PktbufError("release() is for a destroyed pool; call destroy() first")
+            raise InvalidArgument("release() is for a destroyed pool; call destroy() first")
         return int(K.page_pool_release(self.state, self.arena.state))
 
     def __repr__(self) -> str:

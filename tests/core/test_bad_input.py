@@ -103,10 +103,19 @@ def test_chain_past_the_segment_limit(pools):
     p.free_bulk([a.handle, b.handle])
 
 
-@pytest.mark.parametrize("n", [-1, 65, 2 ** 33])
-def test_counts(pools, n):
+@pytest.mark.parametrize("n", [-1, -2 ** 70])
+def test_negative_counts(pools, n):
     p, _ = pools
     unchanged(pools, lambda: p.alloc_bulk(n), InvalidArgument)
+
+
+@pytest.mark.parametrize("n", [65, 1024, 2 ** 32 - 1, 2 ** 33, 2 ** 70])
+def test_counts_beyond_the_pool_are_exhaustion(pools, n):
+    """As DPDK's test_neg_pktmbuf_alloc_bulk: more than the pool holds is -ENOENT, the error
+    the README promises for exhaustion, with nothing taken (and no huge array allocated)."""
+    p, _ = pools
+    unchanged(pools, lambda: p.alloc_bulk(n), PoolExhausted)
+    unchanged(pools, lambda: p.get_bulk(n), PoolExhausted)
 
 
 @pytest.mark.parametrize("n", [True, 1.0, "2", None])
@@ -119,9 +128,26 @@ def test_exhausted(pools):
     p, _ = pools
     held = p.alloc_bulk(60, lcore=0)
     unchanged(pools, lambda: p.alloc_bulk(5, lcore=0), PoolExhausted)
-    unchanged(pools, lambda: p.mbuf(held[0]).clone(p, lcore=0).free()
-              if p.avail_count > 0 and False else p.alloc_bulk(64, lcore=1), PoolExhausted)
-    p.free_bulk(held)
+    unchanged(pools, lambda: p.alloc_bulk(64, lcore=1), PoolExhausted)
+    # a clone needs one mbuf per segment: a 5-segment packet with 4 mbufs left is refused,
+    # with every pool exactly as it was (no partial clone taken and given back)
+    head = p.mbuf(held[0])
+    head.append(800)[:] = 1
+    for i, h in enumerate(held[1:5]):
+        p.mbuf(h).append(800)[:] = 2 + i
+        head.chain(int(h))
+    assert p.avail_count == 4
+    unchanged(pools, lambda: head.clone(p, lcore=0), PoolExhausted)
+    # a copy needs one mbuf per 896 bytes (data room 1024 - headroom 128): 4000 bytes need 5
+    assert head.pkt_len == 4000
+    unchanged(pools, lambda: head.copy(p, lcore=0), PoolExhausted)
+    c = head.copy(p, off=4000 - 4 * 896, lcore=0)           # 4 mbufs: exactly what is left
+    assert c.nb_segs == 4 and c.tobytes() == head.tobytes()[-4 * 896:]
+    assert p.avail_count == 0
+    c.free()
+    p.free_bulk(held[5:])
+    head.free()
+    assert p.avail_count == 64 and p.audit() == 64
 
 
 def test_bad_out_arrays(pools):

@@ -131,11 +131,15 @@ def test_bad_creation_arguments(domain, kw):
     assert domain.pools == []
 
 
-@pytest.mark.parametrize("n", [-1, 33, 2 ** 40])
-def test_bad_counts(domain, n):
+@pytest.mark.parametrize("n,exc", [(-1, InvalidArgument), (1.0, InvalidArgument),
+                                   (True, InvalidArgument), (33, PoolExhausted),
+                                   (2 ** 40, PoolExhausted)])
+def test_bad_counts(domain, n, exc):
+    """A negative or non-integer count is a bad argument; more than the pool holds is
+    exhaustion (DPDK: -ENOENT), refused before anything is allocated."""
     p = Mempool(32, 8, domain=domain)
     snap = pool_snapshot(p)
-    with pytest.raises(InvalidArgument):
+    with pytest.raises(exc):
         p.get_bulk(n)
     assert_same(snap, pool_snapshot(p))
 

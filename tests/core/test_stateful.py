@@ -1,5 +1,5 @@
 """Random sequences of alloc / free / free_bulk / clone / chain / refcnt / append, against the
-pure-Python model in model.py.  Invariants after every step: available + in use = pool size,
+pure-Python model in naive.py.  Invariants after every step: available + in use = pool size,
 no object in the pool twice (the pool audit), every refcnt >= 1 and equal to the model's,
 every packet's data inside its room (the sanity check), and pkt_len as the model says."""
 import numpy as np
@@ -8,7 +8,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from pktbuf import Domain, DoubleFree, NoRoom, PktmbufPool, PoolExhausted
 
-from .model import PoolModel
+from .naive import PoolModel
 
 N = 48
 ROOM = 512
