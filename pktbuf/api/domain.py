@@ -10,7 +10,7 @@ from ..errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, InvalidArgument, Inva
                       OutOfMemory, check_count, check_flag, check_handle, check_handles,
                       raise_for)
 from ..lcore import check_lcore
-from ..mbuf.dynfield import DynRegistry
+from .dynfield import DynRegistry
 from ..mbuf import layout as _mbuf_layout  # noqa: F401  (registers dom.mb)
 from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, DOMAIN, MAX_LCORE,
                               MAX_POOLS, STAT_WORDS)

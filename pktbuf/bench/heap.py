@@ -30,7 +30,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import compiler_barrier, fetch_add, load_acquire
-from ..heap import Heap
+from ..api.heap import Heap
 from ..heap.kernels import heap_free, heap_malloc
 from ..rawmem import memset
 from . import results as R

@@ -14,7 +14,7 @@ import pktbuf
 from pktbuf import (ChainTooLong, DoubleFree, InvalidArgument, NoRoom, OutOfRange, PktmbufPool,
                     PoolExhausted, SanityCheckError)
 from pktbuf.mbuf import check as C
-from pktbuf.mbuf.dynfield import DynBusy, DynExists
+from pktbuf import DynBusy, DynExists
 from pktbuf.mbuf.layout import HEADROOM
 from pktbuf.kernels import load_acquire, pktmbuf_free, ring_mc_dequeue_burst
 from pktbuf.mbuf.offload import mbuf_tx_offload, tx_offload_unpack

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pktbuf.heap import GRAIN, Heap
+from pktbuf.api.heap import GRAIN, Heap
 from pktbuf.heap.layout import ELEM_BUSY, ELEM_FREE, ELEM_FREEING, ELEM_NONE
 
 

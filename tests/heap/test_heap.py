@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pktbuf import DoubleFree, InvalidArgument, InvalidHandle, OutOfMemory
-from pktbuf.heap import GRAIN, Heap
+from pktbuf.api.heap import GRAIN, Heap
 from pktbuf.heap import kernels as K
 from pktbuf.heap.layout import ELEM_BUSY, ELEM_FREE
 from pktbuf.shm import Region

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pktbuf import DoubleFree, InvalidHandle, OutOfMemory
-from pktbuf.heap import GRAIN, Heap
+from pktbuf.api.heap import GRAIN, Heap
 from pktbuf.heap.layout import ELEM_FREE
 from pktbuf.shm import Region
 

@@ -17,7 +17,7 @@ import pytest
 from numba import njit
 
 from pktbuf.atomics import fetch_add, load_acquire
-from pktbuf.heap import Heap
+from pktbuf.api.heap import Heap
 from pktbuf.heap import kernels as K
 from pktbuf.heap.layout import ELEM_FREE
 from pktbuf.rawmem import addr_u8

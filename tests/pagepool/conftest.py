@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pktbuf.pagepool import PageArena, PagePool
+from pktbuf.api.pagepool import PageArena, PagePool
 from pktbuf.pagepool import arena as A
 from pktbuf.ring.kernels import CONS_TAIL, H_MASK, PROD_TAIL
 

@@ -1,6 +1,6 @@
 """A slow, obviously correct pure-Python page arena + page pool, for the model-based tests.
 
-It follows the documented behaviour (Linux's, see shared/specs/page_pool.md), not the kernels'
+It follows the documented behaviour (Linux's, as docs/pagepool.md states it), not the kernels'
 code: lists and a deque instead of arrays and a ring.  Every call returns what the kernel
 returns (page id / 0 / negative code) and updates the same counters, so a random sequence of
 calls can be checked step by step: same page ids, same statistics, same in-flight counts.

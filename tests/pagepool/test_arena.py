@@ -8,7 +8,7 @@ import pytest
 from numba import njit
 
 from pktbuf import DoubleFree, InvalidArgument, InvalidHandle, OutOfMemory
-from pktbuf.pagepool import PageArena
+from pktbuf.api.pagepool import PageArena
 from pktbuf.pagepool import arena as A
 
 from .conftest import assert_same, free_pages, snapshot

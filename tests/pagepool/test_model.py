@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pktbuf import PktbufError
-from pktbuf.pagepool import PP_FLAG_DMA_MAP, PageArena, PagePool
+from pktbuf.api.pagepool import PP_FLAG_DMA_MAP, PageArena, PagePool
 from pktbuf.pagepool import arena as A
 
 from . import naive

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pktbuf import Busy, DoubleFree, InvalidArgument, InvalidHandle, OutOfMemory, PktbufError
-from pktbuf.pagepool import PP_FLAG_DMA_MAP, PageArena, PagePool
+from pktbuf.api.pagepool import PP_FLAG_DMA_MAP, PageArena, PagePool
 from pktbuf.pagepool import kernels as K
 
 from .conftest import assert_same, audit, cache_contents, free_pages, ring_contents, snapshot

@@ -17,7 +17,7 @@ import pytest
 from numba import njit
 
 from pktbuf.atomics import load_acquire, store_release
-from pktbuf.pagepool import PageArena, PagePool
+from pktbuf.api.pagepool import PageArena, PagePool
 from pktbuf.pagepool import arena as A
 from pktbuf.pagepool import kernels as K
 from pktbuf.rawmem import load_u8, store_u8
