@@ -62,6 +62,7 @@ from .pagepool.kernels import (page_pool_alloc_pages, page_pool_destroy,  # noqa
                                page_pool_ref_page, page_pool_release, page_pool_release_page)
 from .spinlock import spin_is_locked, spin_lock, spin_trylock, spin_unlock  # noqa: F401
 from .rawmem import (addr_u8, copy_in_bounds, fill_in_bounds, load_u8, memcpy,  # noqa: F401
+                     move_in_bounds,
                      memmove, memset, stack_i32, store_u8)
 from .ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
                            ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,

@@ -29,7 +29,7 @@ from ._jit import CHECKED
 
 
 __all__ = ["lazy_zeros", "array_address", "addr_u8", "memcpy", "memmove", "memset",
-           "copy_in_bounds", "fill_in_bounds",
+           "copy_in_bounds", "move_in_bounds", "fill_in_bounds",
            "load_u8", "store_u8", "stack_i32"]
 
 PAGE = mmap.PAGESIZE
@@ -158,32 +158,40 @@ def _i64_args(context, builder, sig, args):
     return [context.cast(builder, a, t, types.int64) for a, t in zip(args, sig.args)]
 
 
-@intrinsic
-def copy_in_bounds(typingctx, dst, dst_base, dst_size, src, src_base, src_size, n):
-    """``memcpy(dst, src, n)`` where ``[dst, dst + n)`` must lie in the buffer
-    ``[dst_base, dst_base + dst_size)`` and ``[src, src + n)`` in ``[src_base, ...)``.
+def _bounded_copy(kind):
+    @intrinsic
+    def fn(typingctx, dst, dst_base, dst_size, src, src_base, src_size, n):
+        if not all(isinstance(t, types.Integer)
+                   for t in (dst, dst_base, dst_size, src, src_base, src_size, n)):
+            return None
 
-    In the checked build (``PKTBUF_CHECKED=1``) a copy that would leave either buffer -- or a
-    negative ``n`` -- prints the addresses and aborts the process; in release builds this is
-    exactly ``memcpy`` (the buffer arguments are not even evaluated into code).
-    """
-    if not all(isinstance(t, types.Integer)
-               for t in (dst, dst_base, dst_size, src, src_base, src_size, n)):
-        return None
+        def codegen(context, builder, sig, args):
+            d, db, ds, s, sb, ss, cnt = _i64_args(context, builder, sig, args)
+            if CHECKED:
+                _emit_bounds(context, builder, "write", d, cnt, db, ds)
+                _emit_bounds(context, builder, "read", s, cnt, sb, ss)
+            i8p = ir.IntType(8).as_pointer()
+            fnty = ir.FunctionType(ir.VoidType(), [i8p, i8p, ir.IntType(64), ir.IntType(1)])
+            f = cgutils.get_or_insert_function(builder.module, fnty,
+                                               f"llvm.{kind}.p0i8.p0i8.i64")
+            builder.call(f, [builder.inttoptr(d, i8p), builder.inttoptr(s, i8p), cnt,
+                             ir.Constant(ir.IntType(1), 0)])
+            return context.get_dummy_value()
 
-    def codegen(context, builder, sig, args):
-        d, db, ds, s, sb, ss, cnt = _i64_args(context, builder, sig, args)
-        if CHECKED:
-            _emit_bounds(context, builder, "write", d, cnt, db, ds)
-            _emit_bounds(context, builder, "read", s, cnt, sb, ss)
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i8p, ir.IntType(64), ir.IntType(1)])
-        f = cgutils.get_or_insert_function(builder.module, fnty, "llvm.memcpy.p0i8.p0i8.i64")
-        builder.call(f, [builder.inttoptr(d, i8p), builder.inttoptr(s, i8p), cnt,
-                         ir.Constant(ir.IntType(1), 0)])
-        return context.get_dummy_value()
+        return types.none(dst, dst_base, dst_size, src, src_base, src_size, n), codegen
 
-    return types.none(dst, dst_base, dst_size, src, src_base, src_size, n), codegen
+    return fn
+
+
+copy_in_bounds = _bounded_copy("memcpy")
+copy_in_bounds.__doc__ = """``memcpy(dst, src, n)`` where ``[dst, dst + n)`` must lie in the buffer
+``[dst_base, dst_base + dst_size)`` and ``[src, src + n)`` in ``[src_base, ...)``.
+
+In the checked build (``PKTBUF_CHECKED=1``) a copy that would leave either buffer -- or a
+negative ``n`` -- prints the addresses and aborts the process; in release builds this is
+exactly ``memcpy`` (the buffer arguments are not even evaluated into code)."""
+move_in_bounds = _bounded_copy("memmove")
+move_in_bounds.__doc__ = """:func:`copy_in_bounds` for ranges that may overlap (``memmove``)."""
 
 
 @intrinsic

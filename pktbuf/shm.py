@@ -165,16 +165,23 @@ class Window:
                     merged.append((s, ln))
             self._free = merged
 
-    def map(self, fd: int, size: int, *, offset: int | None = None) -> Mapping:
+    def map(self, fd: int, size: int, *, offset: int | None = None, guard: int = 0) -> Mapping:
         """Map ``size`` bytes of ``fd`` shared read/write into the window (at ``offset`` if
-        given).  When the mapping goes, its range turns back into reserved address space."""
+        given), followed by ``guard`` bytes (page-rounded) left inaccessible, so that running
+        off the end faults instead of landing in the next mapping.  When the mapping goes,
+        its range and its guard turn back into reserved address space."""
         size = page_round(size)
-        off = self.reserve(size, offset=offset)
+        guard = page_round(guard) if guard > 0 else 0
+        off = self.reserve(size + guard, offset=offset)
         try:
             _mmap(self.base + off, size, _RW, mmap.MAP_SHARED | _MAP_FIXED, fd, 0)
         except OSError:
-            self._unreserve(off, size)
+            self._unreserve(off, size + guard)
             raise
+        if guard:
+            def release(address, size, _release=self._release, _guard=guard):
+                _release(address, size + _guard)
+            return Mapping(self.base + off, size, release)
         return Mapping(self.base + off, size, self._release)
 
     def map_anonymous(self, size: int, *, offset: int | None = None) -> Mapping:
@@ -209,12 +216,14 @@ class Region:
     ``fd`` can be passed to another process, which maps the same pages.  ``address`` is the
     virtual address of the first byte in this process; ``array`` is a ``uint8`` view of it.
     With ``window=`` the region is placed inside that :class:`Window` (at ``offset`` if given),
-    which is how a domain gives every pool's data a fixed place.  ``fd=`` maps an existing
+    which is how a domain gives every pool's data a fixed place; ``guard`` bytes after it stay
+    inaccessible (a write past the region's last page faults).  ``fd=`` maps an existing
     memfd instead of creating one (the fd is adopted: closed by :meth:`close`).
     """
 
     def __init__(self, size: int, name: str = "pktbuf", *, fd: int | None = None,
-                 seal: bool = True, window: Window | None = None, offset: int | None = None):
+                 seal: bool = True, window: Window | None = None, offset: int | None = None,
+                 guard: int = 0):
         if int(size) <= 0:
             raise InvalidArgument(f"region size must be positive, got {size}")
         self.size = int(size)
@@ -232,7 +241,7 @@ class Region:
                 raise
         try:
             if window is not None:
-                self._map = window.map(fd, self.size, offset=offset)
+                self._map = window.map(fd, self.size, offset=offset, guard=guard)
             else:
                 span = page_round(self.size)
                 self._map = Mapping(_mmap(None, span, _RW, mmap.MAP_SHARED, fd, 0), span)

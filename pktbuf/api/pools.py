@@ -12,7 +12,7 @@ from ..mempool.layout import OBJ_ALLOC
 from ..mempool import kernels as MK
 from ..mempool.layout import (CACHE_MAX_SIZE, LCORE_ANY, MAX_LCORE, POOL_DTYPE, POOL_F_MBUF,
                               POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED, STAT_NAMES)
-from ..shm import Region
+from ..shm import PAGE, Region
 from ..ring.kernels import RING_HDR_WORDS, ring_count_at, ring_init
 from . import _entry as E
 from .domain import Domain, default_domain
@@ -66,7 +66,10 @@ class Mempool:
                      // _CACHE_LINE * _CACHE_LINE)
         self.elt_size = stride
         try:
-            self.region = Region(stride * n, f"pktbuf-{name}", window=self.domain.window)
+            # a guard page after every pool's data: running off its last buffer faults
+            # instead of writing into the next pool's first one
+            self.region = Region(stride * n, f"pktbuf-{name}", window=self.domain.window,
+                                 guard=PAGE)
         except (OSError, ValueError) as e:
             raise OutOfMemory(f"cannot map {n} objects of {stride} bytes ({e})") from None
         ring_size = _ring_size_for(n)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..mbuf.raw import pktmbuf_alloc_bulk
-from ..rawmem import memcpy
+from ..rawmem import copy_in_bounds
 
 HDR_LEN = 14 + 20 + 8       # Ethernet + IPv4 + UDP
 MIN_PKT_LEN = HDR_LEN
@@ -58,7 +58,8 @@ def txonly_alloc_burst(dom, pid, lcore, pkts, n, hdr, pkt_len):
     src = hdr.ctypes.data
     for i in range(n):
         m = mb[pkts[i]]
-        memcpy(np.int64(m.buf_addr) + np.int64(m.data_off), src, HDR_LEN)
+        copy_in_bounds(np.int64(m.buf_addr) + np.int64(m.data_off), np.int64(m.buf_addr),
+                       np.int64(m.buf_len), src, src, hdr.size, HDR_LEN)
         m.data_len = pkt_len
         m.pkt_len = pkt_len
     return 0

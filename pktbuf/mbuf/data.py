@@ -11,7 +11,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..errors import E_FAULT, E_INVAL, E_NOENT, E_NOSPC, E_OVERFLOW, E_RANGE
-from ..rawmem import addr_u8, memcpy, memmove
+from ..rawmem import addr_u8, copy_in_bounds, move_in_bounds
 from .free import pktmbuf_free, pktmbuf_free_seg
 from .layout import F_NOT_DIRECT, MAX_SEGS, NULL
 from .raw import pktmbuf_alloc, pktmbuf_copy_header
@@ -208,7 +208,9 @@ def pktmbuf_read(dom, h, off, length, buf):
         if chunk > length - done:
             chunk = length - done
         if chunk > 0:
-            memcpy(dst + done, np.int64(s.buf_addr) + np.int64(s.data_off) + off, chunk)
+            copy_in_bounds(dst + done, dst, buf.size,
+                           np.int64(s.buf_addr) + np.int64(s.data_off) + off,
+                           np.int64(s.buf_addr), np.int64(s.buf_len), chunk)
             done += chunk
         off = 0
         seg = np.int64(s.next)
@@ -248,7 +250,9 @@ def pktmbuf_linearize(dom, lcore, h):
         s = dom.mb[seg]
         n = np.int64(s.data_len)
         # memmove: a later segment may be a clone of this very buffer
-        memmove(dst, np.int64(s.buf_addr) + np.int64(s.data_off), n)
+        move_in_bounds(dst, np.int64(m.buf_addr), np.int64(m.buf_len),
+                       np.int64(s.buf_addr) + np.int64(s.data_off),
+                       np.int64(s.buf_addr), np.int64(s.buf_len), n)
         dst += n
         nxt = np.int64(s.next)
         pktmbuf_free_seg(dom, lcore, seg)
@@ -328,8 +332,10 @@ def pktmbuf_copy(dom, pid, lcore, h, off, length):
             chunk = remaining
         if chunk > 0:
             c = dom.mb[cur]
-            memcpy(np.int64(c.buf_addr) + np.int64(c.data_off) + np.int64(c.data_len),
-                   np.int64(s.buf_addr) + np.int64(s.data_off) + off, chunk)
+            copy_in_bounds(np.int64(c.buf_addr) + np.int64(c.data_off) + np.int64(c.data_len),
+                           np.int64(c.buf_addr), np.int64(c.buf_len),
+                           np.int64(s.buf_addr) + np.int64(s.data_off) + off,
+                           np.int64(s.buf_addr), np.int64(s.buf_len), chunk)
             c.data_len = np.int64(c.data_len) + chunk
             dom.mb[head].pkt_len = np.int64(dom.mb[head].pkt_len) + chunk
             remaining -= chunk

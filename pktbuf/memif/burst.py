@@ -22,7 +22,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import load_acquire, load_relaxed, store_release
-from ..rawmem import addr_u8, memcpy
+from ..rawmem import addr_u8, copy_in_bounds
 from ._sys import eventfd_signal
 from .layout import DESC_SIZE, H16_FLAGS, H16_HEAD, H16_TAIL, RING_FLAG_MASK_INT, RING_HDR_SIZE
 from .queue import (Q_EVENTFD, Q_N, Q_RING, QS_BURSTS, QS_BYTES, QS_DROPS, QS_HEAD, QS_KICKS,
@@ -48,15 +48,16 @@ def ring_u16(q):
 
 
 @kernel(inline="always")
-def copy_short(dst, src, n, short_ok):
-    """Copy ``n`` bytes.  If ``short_ok`` (both buffers have at least SHORT bytes from their
-    start) and ``n <= SHORT``, copy a fixed SHORT bytes: LLVM then emits a few vector moves
-    in place of a call to libc's memcpy.  The extra bytes stay inside both buffers (beyond
-    ``n`` at the destination, where nothing reads them)."""
+def copy_short(dst, dst_base, dst_size, src, src_base, src_size, n, short_ok):
+    """Copy ``n`` bytes from ``src`` to ``dst``, which lie in the buffers ``[*_base, *_base +
+    *_size)`` (checked in the checked build).  If ``short_ok`` (both buffers have at least
+    SHORT bytes from ``src``/``dst``) and ``n <= SHORT``, copy a fixed SHORT bytes: LLVM then
+    emits a few vector moves in place of a call to libc's memcpy.  The extra bytes stay inside
+    both buffers (beyond ``n`` at the destination, where nothing reads them)."""
     if short_ok and n <= SHORT:
-        memcpy(dst, src, SHORT)
+        copy_in_bounds(dst, dst_base, dst_size, src, src_base, src_size, SHORT)
     else:
-        memcpy(dst, src, n)
+        copy_in_bounds(dst, dst_base, dst_size, src, src_base, src_size, n)
 
 
 @kernel

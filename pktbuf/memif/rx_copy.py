@@ -44,7 +44,7 @@ from ..atomics import load_relaxed, store_release
 from ..mbuf.free import pktmbuf_free
 from ..mbuf.layout import MAX_SEGS
 from ..mbuf.raw import pktmbuf_alloc, pktmbuf_alloc_bulk
-from ..rawmem import memcpy
+from ..rawmem import copy_in_bounds
 from .burst import (FAILED, FALLBACK, L_GENERAL, L_ONE, L_SPLIT, MAX_DESC_LEN, SHORT,
                     copy_short, finish_packet, ring_u16, rx_window)
 from .layout import (D_W_FLAGS_REGION, D_W_LENGTH, D_W_OFFSET, DESC_FLAG_NEXT, H16_HEAD,
@@ -198,7 +198,12 @@ def rx_fill_one(mb, q, k, d, end, short_ok):
         k += 1
         m = mb[seg]
         ln = q.scr_len[d]
-        copy_short(np.int64(m.buf_addr) + np.int64(m.data_off), q.scr_addr[d], ln, short_ok)
+        src = q.scr_addr[d]
+        # the peer's side: the descriptor's bytes, or SHORT of them, which rx_gather checked
+        # lie inside the region
+        copy_short(np.int64(m.buf_addr) + np.int64(m.data_off), np.int64(m.buf_addr),
+                   np.int64(m.buf_len), src, src, SHORT if short_ok and ln < SHORT else ln,
+                   ln, short_ok)
         m.data_len = ln
         if prev >= 0:
             mb[prev].next = seg
@@ -219,13 +224,15 @@ def rx_fill_split(mb, q, k, d, end, cap):
     while d < end:
         src = q.scr_addr[d]
         rem = q.scr_len[d]
+        src0, len0 = src, rem
         plen += rem
         while True:
             seg = mbs[k]
             k += 1
             m = mb[seg]
             c = rem if rem <= cap else cap
-            memcpy(np.int64(m.buf_addr) + np.int64(m.data_off), src, c)
+            copy_in_bounds(np.int64(m.buf_addr) + np.int64(m.data_off), np.int64(m.buf_addr),
+                           np.int64(m.buf_len), src, src0, len0, c)
             m.data_len = c
             if prev >= 0:
                 mb[prev].next = seg
@@ -259,6 +266,7 @@ def rx_pack_general(dom, q, lcore, d, end, cap):
     while d < end:
         src = q.scr_addr[d]
         rem = q.scr_len[d]
+        src0, len0 = src, rem
         plen += rem
         while rem > 0:
             if room == 0:
@@ -276,7 +284,7 @@ def rx_pack_general(dom, q, lcore, d, end, cap):
                 used = 0
                 nb += 1
             c = rem if rem <= room else room
-            memcpy(dst, src, c)
+            copy_in_bounds(dst, np.int64(m.buf_addr), np.int64(m.buf_len), src, src0, len0, c)
             dst += c
             src += c
             rem -= c

@@ -37,7 +37,7 @@ from .._jit import kernel
 from ..atomics import load_acquire, load_relaxed
 from ..mbuf.free import pktmbuf_free, pktmbuf_free_bulk
 from ..mbuf.layout import NULL
-from ..rawmem import memcpy
+from ..rawmem import copy_in_bounds
 from .burst import (FAILED, FALLBACK, L_GENERAL, L_ONE, L_SPLIT, SHORT, copy_short, ring_u16,
                     tx_publish)
 from .layout import (D_W_FLAGS_REGION, D_W_LENGTH, D_W_OFFSET, DESC_FLAG_NEXT, H16_HEAD,
@@ -161,11 +161,11 @@ def tx_put_fixed(q, r16, r32, client, mb, h, cur, j, got, loop):
                 return FALLBACK, got
             if loop == L_ONE:
                 c = rem
-                copy_short(dst, src, c, capd >= SHORT and
-                           np.int64(m.buf_len) - np.int64(m.data_off) >= SHORT)
+                copy_short(dst, dst, capd, src, np.int64(m.buf_addr), np.int64(m.buf_len), c,
+                           capd >= SHORT and np.int64(m.buf_len) - np.int64(m.data_off) >= SHORT)
             else:
                 c = rem if rem <= bsize else bsize
-                memcpy(dst, src, c)
+                copy_in_bounds(dst, dst, capd, src, np.int64(m.buf_addr), np.int64(m.buf_len), c)
             src += c
             rem -= c
             j += 1
@@ -187,6 +187,7 @@ def tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got):
     if dst < 0:
         queue_fail(q, -dst, s)
         return FAILED, got
+    slot, cap = dst, room
     filled = np.int64(0)
     seg = h
     while seg != NULL:
@@ -204,9 +205,10 @@ def tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got):
                 if dst < 0:
                     queue_fail(q, -dst, s)
                     return FAILED, got
+                slot, cap = dst, room
                 filled = 0
             c = rem if rem <= room else room
-            memcpy(dst, src, c)
+            copy_in_bounds(dst, slot, cap, src, np.int64(m.buf_addr), np.int64(m.buf_len), c)
             dst += c
             src += c
             rem -= c

@@ -120,3 +120,57 @@ def test_release_build_copies_in_bounds_exactly():
     both(dst, src, 10)
     assert dst.tolist() == list(range(10)) + [0xAB] * 6
     assert CHECKED in (True, False)
+
+
+def test_checked_build_catches_a_lying_descriptor_in_a_data_room_copy(tmp_path):
+    """A segment whose data_len runs past its buffer (memory someone else corrupted): the
+    release kernels trust descriptors, the checked build stops the copy that would read past
+    the data room."""
+    code = """
+        import numpy as np
+        import pktbuf
+        from pktbuf.kernels import pktmbuf_read
+        p = pktbuf.PktmbufPool(8, 0, data_room=256)
+        a, b = p.alloc(), p.alloc()
+        a.append_bytes(bytes(100)); b.append_bytes(bytes(100)); a.chain(b)
+        dom = p.domain.state
+        buf = np.zeros(4096, np.uint8)
+        print("ok", pktmbuf_read(dom, a.handle, 50, 100, buf) == buf.ctypes.data, flush=True)
+        m = dom.mb[a.handle]
+        m["data_len"] = int(m["buf_len"])          # runs past the room by data_off bytes
+        m["pkt_len"] = int(m["buf_len"]) + 100
+        pktmbuf_read(dom, a.handle, 0, int(m["pkt_len"]), buf)
+        print("overrun passed", flush=True)
+    """
+    r = _run(code, tmp_path, PKTBUF_CHECKED="1")
+    assert r.returncode == -signal.SIGABRT, (r.returncode, r.stdout, r.stderr)
+    assert "ok True" in r.stdout and "overrun passed" not in r.stdout
+    assert "pktbuf checked build: read of" in r.stderr
+
+
+def test_a_write_past_a_pools_data_faults(tmp_path):
+    """Every pool's data region is followed by a guard page in the domain's window: running
+    off the last buffer faults instead of writing into the next pool's first buffer."""
+    code = """
+        import mmap
+        from numba import njit
+        import pktbuf
+        from pktbuf.rawmem import store_u8
+        d = pktbuf.Domain(4096, 8192)
+        p = pktbuf.PktmbufPool(8, 0, data_room=256, domain=d)
+        q = pktbuf.PktmbufPool(8, 0, data_room=256, domain=d)
+        end = p.region.address + -(-p.region.size // mmap.PAGESIZE) * mmap.PAGESIZE
+        assert q.region.address >= end + mmap.PAGESIZE, (hex(end), hex(q.region.address))
+
+        @njit
+        def poke(a):
+            store_u8(a, 1)
+
+        poke(end - 1)                     # the pool's own last byte: fine
+        print("inside ok", flush=True)
+        poke(end)                         # the first byte past it
+        print("overrun passed", flush=True)
+    """
+    r = _run(code, tmp_path)
+    assert r.returncode == -signal.SIGSEGV, (r.returncode, r.stdout, r.stderr)
+    assert "inside ok" in r.stdout and "overrun passed" not in r.stdout
