@@ -1,5 +1,6 @@
 """Every kernel a user's own ``@njit`` code may call, under DPDK's names.
 
+    import numpy as np
     from numba import njit
     import pktbuf
     from pktbuf.kernels import pktmbuf_alloc_bulk, pktmbuf_free_bulk

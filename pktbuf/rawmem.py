@@ -1,18 +1,14 @@
-"""Raw memory: memfd-backed regions, lazily committed arrays, and pointer intrinsics.
+"""Raw memory: lazily committed arrays and pointer intrinsics.
 
-Two kinds of memory back pktbuf:
-
-* **Regions** (:class:`Region`): a ``memfd`` mapped ``MAP_SHARED``.  Mbuf data rooms live in
-  one region per pool, so the region's file descriptor can be handed to another process (memif
-  passes it over a Unix socket) and the same bytes are visible on both sides.
 * **Lazy arrays** (:func:`lazy_zeros`): an anonymous ``MAP_PRIVATE | MAP_NORESERVE`` mapping
   wrapped as a NumPy array.  Pages are committed on first touch, so a table sized for millions
-  of mbufs costs nothing until pools are carved out of it, and the array never has to be
-  reallocated (kernels and user code may hold on to it).
-
-Kernels address mbuf data through the virtual address stored in the descriptor (``buf_addr``,
-as in DPDK).  The intrinsics below turn such an address into a NumPy view or copy bytes between
-addresses; they trust the caller, who checks every length against the buffer it belongs to.
+  of entries costs nothing until it is used, and the array never has to be reallocated.
+  (Shared memory -- memfd regions, address windows -- is :mod:`pktbuf.shm`.)
+* **Intrinsics**: kernels address mbuf data through the virtual address stored in the
+  descriptor (``buf_addr``, as in DPDK).  :func:`addr_u8` turns such an address into a NumPy
+  view; :func:`memcpy`, :func:`memmove`, :func:`memset` trust their caller;
+  :func:`copy_in_bounds`, :func:`move_in_bounds` and :func:`fill_in_bounds` also take the
+  buffers the bytes must stay in, and assert it in the checked build (``PKTBUF_CHECKED=1``).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Lock-free rings of object indices (``rte_ring`` semantics).
 
 :class:`Ring` is the Python facade; the kernels in :mod:`pktbuf.ring.kernels` take the ring's two
-arrays (``ring.hdr``, ring.slots``) and can be called from a user's own ``@njit`` code.
+arrays (``ring.hdr``, ``ring.slots``) and can be called from a user's own ``@njit`` code.
 A ring created with ``shared=True`` lives in a memfd region; another process maps it with
 :meth:`Ring.attach` and both sides use the same lock-free protocol.
 """

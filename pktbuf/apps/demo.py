@@ -8,8 +8,8 @@ It starts
   ring takes them on port 0 and counts what comes back (macswap: port 0; l2fwd: port 1),
   checking the frames' MACs;
 
-and prints live statistics (pps, bytes, drops) once a second from the JSON lines both print,
-and a summary table at the end.
+and prints live statistics (pps, bytes, drops) about once a second from the JSON lines both
+print, and a summary table at the end.
 """
 from __future__ import annotations
 
