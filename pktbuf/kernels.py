@@ -51,8 +51,9 @@ from .lcore import LCORE_ANY, MAX_LCORE  # noqa: F401
 from .memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noqa: F401
 from .memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
-from .heap.kernels import (heap_calloc, heap_free, heap_get_stats, heap_malloc,  # noqa: F401
-                           heap_malloc_validate, heap_realloc, heap_validate, heap_zmalloc)
+from .heap.audit import heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
+from .heap.kernels import (heap_calloc, heap_free, heap_malloc, heap_realloc,  # noqa: F401
+                           heap_zmalloc)
 from .pagepool.arena import (alloc_page, alloc_pages_bulk, get_page, page_address,  # noqa: F401
                              page_ref_count, put_page)
 from .pagepool.kernels import (page_pool_alloc_pages, page_pool_destroy,  # noqa: F401

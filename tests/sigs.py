@@ -17,7 +17,8 @@ from numba.core.registry import CPUDispatcher
 FACADE_KERNEL_MODULES = (
     "pktbuf.api._entry", "pktbuf.mbuf.data", "pktbuf.mbuf.indirect", "pktbuf.mbuf.raw",
     "pktbuf.mbuf.check", "pktbuf.mbuf.free", "pktbuf.mbuf.dynfield", "pktbuf.mbuf.offload",
-    "pktbuf.mempool.kernels", "pktbuf.ring.kernels", "pktbuf.heap.kernels",
+    "pktbuf.mempool.kernels", "pktbuf.ring.kernels",
+    "pktbuf.heap.kernels", "pktbuf.heap.elem", "pktbuf.heap.audit",
     "pktbuf.pagepool.kernels", "pktbuf.pagepool.arena",
 )
 
