@@ -56,11 +56,12 @@ from .heap.kernels import (heap_calloc, heap_free, heap_malloc, heap_realloc,  #
                            heap_zmalloc)
 from .pagepool.arena import (alloc_page, alloc_pages_bulk, get_page, page_address,  # noqa: F401
                              page_ref_count, put_page)
-from .pagepool.kernels import (page_pool_alloc_pages, page_pool_destroy,  # noqa: F401
-                               page_pool_get_dma_addr, page_pool_get_stats, page_pool_inflight,
-                               page_pool_put_full_page, page_pool_put_page,
+from .pagepool.alloc import page_pool_alloc_pages  # noqa: F401
+from .pagepool.kernels import (page_pool_destroy, page_pool_get_dma_addr,  # noqa: F401
+                               page_pool_get_stats, page_pool_inflight, page_pool_release)
+from .pagepool.recycle import (page_pool_put_full_page, page_pool_put_page,  # noqa: F401
                                page_pool_put_page_bulk, page_pool_recycle_direct,
-                               page_pool_ref_page, page_pool_release, page_pool_release_page)
+                               page_pool_ref_page, page_pool_release_page)
 from .spinlock import spin_is_locked, spin_lock, spin_trylock, spin_unlock  # noqa: F401
 from .rawmem import (addr_u8, copy_in_bounds, fill_in_bounds, load_u8, memcpy,  # noqa: F401
                      memmove, memset, stack_i32, store_u8)
