@@ -52,15 +52,17 @@ from .lcore import LCORE_ANY, MAX_LCORE  # noqa: F401
 from .memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noqa: F401
 from .memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
-from .heap.kernels import (heap_calloc, heap_free, heap_get_stats, heap_malloc,  # noqa: F401
-                           heap_malloc_validate, heap_realloc, heap_validate, heap_zmalloc)
+from .heap.audit import heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
+from .heap.kernels import (heap_calloc, heap_free, heap_malloc, heap_realloc,  # noqa: F401
+                           heap_zmalloc)
 from .pagepool.arena import (alloc_page, alloc_pages_bulk, get_page, page_address,  # noqa: F401
                              page_ref_count, put_page)
-from .pagepool.kernels import (page_pool_alloc_pages, page_pool_destroy,  # noqa: F401
-                               page_pool_get_dma_addr, page_pool_get_stats, page_pool_inflight,
-                               page_pool_put_full_page, page_pool_put_page,
+from .pagepool.alloc import page_pool_alloc_pages  # noqa: F401
+from .pagepool.kernels import (page_pool_destroy, page_pool_get_dma_addr,  # noqa: F401
+                               page_pool_get_stats, page_pool_inflight, page_pool_release)
+from .pagepool.recycle import (page_pool_put_full_page, page_pool_put_page,  # noqa: F401
                                page_pool_put_page_bulk, page_pool_recycle_direct,
-                               page_pool_ref_page, page_pool_release, page_pool_release_page)
+                               page_pool_ref_page, page_pool_release_page)
 from .spinlock import spin_is_locked, spin_lock, spin_trylock, spin_unlock  # noqa: F401
 from .rawmem import (addr_u8, copy_in_bounds, fill_in_bounds, load_u8, memcpy,  # noqa: F401
                      move_in_bounds,

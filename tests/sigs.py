@@ -17,8 +17,10 @@ from numba.core.registry import CPUDispatcher
 FACADE_KERNEL_MODULES = (
     "pktbuf.api._entry", "pktbuf.mbuf.data", "pktbuf.mbuf.indirect", "pktbuf.mbuf.raw",
     "pktbuf.mbuf.check", "pktbuf.mbuf.free", "pktbuf.mbuf.dynfield", "pktbuf.mbuf.offload",
-    "pktbuf.mempool.kernels", "pktbuf.ring.kernels", "pktbuf.heap.kernels",
-    "pktbuf.pagepool.kernels", "pktbuf.pagepool.arena",
+    "pktbuf.mempool.kernels", "pktbuf.ring.kernels",
+    "pktbuf.heap.kernels", "pktbuf.heap.elem", "pktbuf.heap.audit",
+    "pktbuf.pagepool.kernels", "pktbuf.pagepool.pages", "pktbuf.pagepool.alloc",
+    "pktbuf.pagepool.recycle", "pktbuf.pagepool.arena",
 )
 
 _OK_INTS = (types.int64, types.uint64)

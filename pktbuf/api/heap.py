@@ -22,7 +22,9 @@ from ..errors import (E_ALREADY, E_BADF, E_NOMEM, DoubleFree, InvalidArgument,
                       InvalidHandle, OutOfMemory, SanityCheckError, check_count, check_flag,
                       error_for)
 from ..shm import Region
-from ..heap import kernels as K
+from ..heap.audit import heap_find_elem, heap_get_stats, heap_malloc_validate, heap_validate
+from ..heap.kernels import (heap_calloc, heap_free, heap_init, heap_malloc, heap_realloc,
+                           heap_zmalloc)
 from ..heap.layout import (ELEM_DTYPE, ELEM_FREE, GRAIN, H_ZERO_IN_LOCK, HEAP, MAX_GRAINS,
                      STAT_NAMES, VALIDATE_REASONS)
 
@@ -80,7 +82,7 @@ class Heap:
         self.size = size
         self.ngrains = size // GRAIN
         self.state = HEAP.create({"elems": self.ngrains})
-        rc = K.heap_init(self.state, region.address, self.ngrains, dirty)
+        rc = heap_init(self.state, region.address, self.ngrains, dirty)
         if rc != 0:  # pragma: no cover - validated above
             raise InvalidArgument(f"heap_init failed ({rc})")
         self.state.ctl[H_ZERO_IN_LOCK] = 1 if zero_in_lock else 0
@@ -123,19 +125,19 @@ class Heap:
     def malloc(self, size: int, align: int = 0) -> int:
         """Address of a block of at least ``size`` bytes (contents undefined)."""
         size, align = self._args(size, align)
-        return self._result(int(K.heap_malloc(self.state, size, align)), f"malloc({size})")
+        return self._result(int(heap_malloc(self.state, size, align)), f"malloc({size})")
 
     def zmalloc(self, size: int, align: int = 0) -> int:
         """As :meth:`malloc`, and the block reads as zeros."""
         size, align = self._args(size, align)
-        return self._result(int(K.heap_zmalloc(self.state, size, align)), f"zmalloc({size})")
+        return self._result(int(heap_zmalloc(self.state, size, align)), f"zmalloc({size})")
 
     def calloc(self, num: int, size: int, align: int = 0) -> int:
         num = check_count(num, "num", lo=1)
         size, align = self._args(size, align)
         if num * size > self._MAX_BYTES:
             raise OutOfMemory(f"calloc({num}, {size}): no heap holds {num * size} bytes", E_NOMEM)
-        return self._result(int(K.heap_calloc(self.state, num, size, align)),
+        return self._result(int(heap_calloc(self.state, num, size, align)),
                             f"calloc({num}, {size})")
 
     def realloc(self, ptr: int, size: int, align: int = 0) -> int:
@@ -143,7 +145,7 @@ class Heap:
         On ``OutOfMemory`` the old block is untouched."""
         size, align = self._args(size, align)
         ptr = self._ptr(ptr)
-        rc = int(K.heap_realloc(self.state, ptr, size, align))
+        rc = int(heap_realloc(self.state, ptr, size, align))
         if rc in (E_BADF, E_ALREADY):
             self._raise_bad_ptr(ptr, rc, "realloc")
         return self._result(rc, f"realloc({size})")
@@ -159,7 +161,7 @@ class Heap:
     def _raise_bad_ptr(self, ptr: int, rc: int, what: str):
         if rc == E_ALREADY:
             raise DoubleFree(f"{what}({ptr:#x}): the block is already free", rc)
-        g, st = (int(x) for x in K.heap_find_elem(self.state, ptr))
+        g, st = (int(x) for x in heap_find_elem(self.state, ptr))
         if st == ELEM_FREE and (ptr - self.base) % GRAIN == 0:
             raise DoubleFree(f"{what}({ptr:#x}): that memory is free (freed twice?)", E_ALREADY)
         if g < 0:
@@ -171,7 +173,7 @@ class Heap:
         """Return a block; 0 is ignored.  ``InvalidHandle`` for an address that is not a block
         of this heap, ``DoubleFree`` for one already freed; the heap is unchanged then."""
         ptr = self._ptr(ptr)
-        rc = int(K.heap_free(self.state, ptr))
+        rc = int(heap_free(self.state, ptr))
         if rc < 0:
             self._raise_bad_ptr(ptr, rc, "free")
 
@@ -179,7 +181,7 @@ class Heap:
     def usable_size(self, ptr: int) -> int:
         """Bytes usable in block ``ptr`` (``rte_malloc_validate``)."""
         ptr = self._ptr(ptr)
-        rc = int(K.heap_malloc_validate(self.state, ptr))
+        rc = int(heap_malloc_validate(self.state, ptr))
         if rc < 0:
             self._raise_bad_ptr(ptr, rc, "usable_size")
         return rc
@@ -200,7 +202,7 @@ class Heap:
         """``rte_malloc_get_socket_stats`` fields: sizes in bytes, counts of elements."""
         self._open()
         out = np.zeros(len(STAT_NAMES), np.int64)
-        K.heap_get_stats(self.state, out)
+        heap_get_stats(self.state, out)
         return {k: int(v) for k, v in zip(STAT_NAMES, out)}
 
     def validate(self, check_zero: bool = False) -> None:
@@ -208,7 +210,7 @@ class Heap:
         ``SanityCheckError`` naming the broken rule.  ``check_zero`` also reads all free memory."""
         self._open()
         info = np.zeros(2, np.int64)
-        rc = int(K.heap_validate(self.state, check_flag(check_zero, "check_zero"), info))
+        rc = int(heap_validate(self.state, check_flag(check_zero, "check_zero"), info))
         if rc < 0:
             err = SanityCheckError(f"heap invalid: {VALIDATE_REASONS.get(int(info[0]), info[0])} "
                                    f"(grain {int(info[1])})", rc)

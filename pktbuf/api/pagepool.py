@@ -2,7 +2,7 @@
 
 The kernels (``page_pool_alloc_pages``, ``page_pool_put_page``, ``alloc_pages_bulk``...) are in
 :mod:`pktbuf.pagepool.kernels` and :mod:`pktbuf.pagepool.arena`; they take ``pool.state``
-(a :data:`~pktbuf.pagepool.kernels.PAGE_POOL` block) and ``arena.state``
+(a :data:`~pktbuf.pagepool.layout.PAGE_POOL` block) and ``arena.state``
 (a :data:`~pktbuf.pagepool.arena.ARENA` block) and can be called from a user's ``@njit`` code.
 
 Typical use, as a driver's RX queue would::
@@ -25,15 +25,20 @@ from ..errors import (E_ALREADY, E_BADF, E_BUSY, E_INVAL, E_NOMEM, DoubleFree, I
 from ..ring.kernels import RING_F_EXACT_SZ, RING_F_SC_DEQ, ring_count, ring_init
 from ..shm import Region
 from ..pagepool import arena as A
-from ..pagepool import kernels as K
+from ..pagepool import layout as L
+from ..pagepool.alloc import page_pool_alloc_pages
 from ..pagepool.arena import ARENA
-from ..pagepool.kernels import (PAGE_POOL, PP_ALLOC_CACHE_REFILL, PP_ALLOC_CACHE_SIZE, PP_FLAG_DMA_MAP,
+from ..pagepool.kernels import (page_pool_destroy, page_pool_get_dma_addr, page_pool_get_stats,
+                                page_pool_inflight, page_pool_release)
+from ..pagepool.layout import (PAGE_POOL, PP_ALLOC_CACHE_REFILL, PP_ALLOC_CACHE_SIZE, PP_FLAG_DMA_MAP,
                       PP_STAT_NAMES)
+from ..pagepool.recycle import (page_pool_put_page, page_pool_put_page_bulk,
+                                page_pool_ref_page, page_pool_release_page)
 
 __all__ = ["PageArena", "PagePool", "ARENA", "PAGE_POOL", "PP_FLAG_DMA_MAP",
            "PP_ALLOC_CACHE_SIZE", "PP_ALLOC_CACHE_REFILL", "PP_STAT_NAMES"]
 
-_REFILL = {"bulk": K.PP_REFILL_BULK, "single": K.PP_REFILL_SINGLE}
+_REFILL = {"bulk": L.PP_REFILL_BULK, "single": L.PP_REFILL_SINGLE}
 
 
 def _raise(rc: int, what: str) -> None:
@@ -183,11 +188,11 @@ class PagePool:
         if not isinstance(arena, PageArena):
             raise InvalidArgument("arena must be a PageArena")
         arena._open()
-        size = K.PP_RING_DEFAULT if pool_size is None else check_count(pool_size, "pool_size", lo=1)
-        size = min(size, K.PP_RING_MAX)
+        size = L.PP_RING_DEFAULT if pool_size is None else check_count(pool_size, "pool_size", lo=1)
+        size = min(size, L.PP_RING_MAX)
         flags = check_count(flags, "flags", lo=0)
-        if flags & ~K.PP_FLAG_ALL:
-            raise InvalidArgument(f"unknown page pool flags {flags & ~K.PP_FLAG_ALL:#x}")
+        if flags & ~L.PP_FLAG_ALL:
+            raise InvalidArgument(f"unknown page pool flags {flags & ~L.PP_FLAG_ALL:#x}")
         if not isinstance(refill, str) or refill not in _REFILL:
             raise InvalidArgument(f"refill must be 'bulk' or 'single', got {refill!r}")
         self.arena = arena
@@ -195,30 +200,30 @@ class PagePool:
         slots = 1
         while slots < size:
             slots <<= 1
-        self.state = K.PAGE_POOL.create({"ring_slots": slots})
+        self.state = L.PAGE_POOL.create({"ring_slots": slots})
         self.state.cache[:] = -1
         ctl = self.state.ctl
         ring_init(self.state.ring_hdr, self.state.ring_slots, size, RING_F_EXACT_SZ | RING_F_SC_DEQ)
         self.id = arena._new_pool_id()
-        ctl[K.P_ID] = self.id
-        ctl[K.P_FLAGS] = flags
-        ctl[K.P_REFILL] = _REFILL[refill]
-        ctl[K.P_DIRECT] = 1
-        ctl[K.P_POOL_SIZE] = size
-        ctl[K.P_STATE] = K.PP_ALIVE
+        ctl[L.P_ID] = self.id
+        ctl[L.P_FLAGS] = flags
+        ctl[L.P_REFILL] = _REFILL[refill]
+        ctl[L.P_DIRECT] = 1
+        ctl[L.P_POOL_SIZE] = size
+        ctl[L.P_STATE] = L.PP_ALIVE
         self._args = (self.state, arena.state)
 
     # -- allocation ---------------------------------------------------------------------------
     def _check_alive(self, what: str) -> None:
         self.arena._open()
-        if self.state.ctl[K.P_STATE] != K.PP_ALIVE:
+        if self.state.ctl[L.P_STATE] != L.PP_ALIVE:
             raise InvalidArgument(f"{what}: the page pool has been destroyed")
 
     def alloc_page(self) -> int:
         """A page id (one pool reference held by the caller); ``OutOfMemory`` when the cache,
         the ring and the arena are all empty."""
         self._check_alive("alloc_page")
-        p = int(K.page_pool_alloc_pages(*self._args))
+        p = int(page_pool_alloc_pages(*self._args))
         if p < 0:
             _raise(p, "alloc_page")
         return p
@@ -234,7 +239,7 @@ class PagePool:
     def put_page(self, p, allow_direct: bool = False) -> None:
         """Drop one pool reference on page ``p``; the last one recycles or releases it.
         ``allow_direct=True`` only from the pool's own thread."""
-        rc = int(K.page_pool_put_page(*self._args, self._page(p),
+        rc = int(page_pool_put_page(*self._args, self._page(p),
                                       check_flag(allow_direct, "allow_direct")))
         if rc < 0:
             _raise(rc, f"put_page({p})")
@@ -251,20 +256,20 @@ class PagePool:
         self.arena._open()
         direct = check_flag(allow_direct, "allow_direct")
         a = np.array(check_handles(pages, "pages"), np.int32)   # the kernel overwrites it
-        rc = int(K.page_pool_put_page_bulk(*self._args, a, a.size, direct))
+        rc = int(page_pool_put_page_bulk(*self._args, a, a.size, direct))
         if rc < 0:
             _raise(rc, "put_page_bulk")
 
     def release_page(self, p) -> None:
         """Take ``p`` out of the pool without recycling it; the caller keeps the page reference
         and drops it with ``arena.put_page(p)``."""
-        rc = int(K.page_pool_release_page(*self._args, self._page(p)))
+        rc = int(page_pool_release_page(*self._args, self._page(p)))
         if rc < 0:
             _raise(rc, f"release_page({p})")
 
     def ref_page(self, p) -> int:
         """Take another pool reference on handed-out page ``p`` (fragments); returns the count."""
-        rc = int(K.page_pool_ref_page(self.state, self.arena.state, self._page(p)))
+        rc = int(page_pool_ref_page(self.state, self.arena.state, self._page(p)))
         if rc < 0:
             _raise(rc, f"ref_page({p})")
         return rc
@@ -273,25 +278,25 @@ class PagePool:
     def get_stats(self) -> dict:
         """The eleven counters with Linux's names (``page_pool_get_stats``)."""
         out = np.zeros(len(PP_STAT_NAMES), np.int64)
-        K.page_pool_get_stats(self.state, out)
+        page_pool_get_stats(self.state, out)
         return {k: int(v) for k, v in zip(PP_STAT_NAMES, out)}
 
     @property
     def inflight(self) -> int:
         """Pages that entered the pool from the arena and have not left it (hold - release)."""
-        return int(K.page_pool_inflight(self.state))
+        return int(page_pool_inflight(self.state))
 
     @property
     def hold_cnt(self) -> int:
-        return int(self.state.ctl[K.P_HOLD])
+        return int(self.state.ctl[L.P_HOLD])
 
     @property
     def release_cnt(self) -> int:
-        return int(self.state.ctl[K.P_RELEASE])
+        return int(self.state.ctl[L.P_RELEASE])
 
     @property
     def cache_count(self) -> int:
-        return int(self.state.ctl[K.P_COUNT])
+        return int(self.state.ctl[L.P_COUNT])
 
     @property
     def ring_count(self) -> int:
@@ -299,7 +304,7 @@ class PagePool:
 
     def dma_addr(self, p) -> int:
         """The iova page ``p`` was mapped at (pools created with ``PP_FLAG_DMA_MAP``)."""
-        rc = int(K.page_pool_get_dma_addr(self.state, self.arena.state, self._page(p)))
+        rc = int(page_pool_get_dma_addr(self.state, self.arena.state, self._page(p)))
         if rc < 0:
             raise InvalidHandle(f"page {p} is not a DMA-mapped page of this pool", rc)
         return rc
@@ -307,24 +312,24 @@ class PagePool:
     # -- shutdown ------------------------------------------------------------------------------
     @property
     def destroyed(self) -> bool:
-        return int(self.state.ctl[K.P_STATE]) != K.PP_ALIVE
+        return int(self.state.ctl[L.P_STATE]) != L.PP_ALIVE
 
     @property
     def freed(self) -> bool:
-        return int(self.state.ctl[K.P_STATE]) == K.PP_FREED
+        return int(self.state.ctl[L.P_STATE]) == L.PP_FREED
 
     def destroy(self) -> int:
         """``page_pool_destroy``: stop allocating, return what can be returned; the result is the
         number of pages still in flight (0: the pool is gone).  Retry with :meth:`release`."""
         self.arena._open()
-        return int(K.page_pool_destroy(self.state, self.arena.state))
+        return int(page_pool_destroy(self.state, self.arena.state))
 
     def release(self) -> int:
         """One more shutdown attempt after :meth:`destroy` (Linux retries every second)."""
         self.arena._open()
         if not self.destroyed:
             raise InvalidArgument("release() is for a destroyed pool; call destroy() first")
-        return int(K.page_pool_release(self.state, self.arena.state))
+        return int(page_pool_release(self.state, self.arena.state))
 
     def __repr__(self) -> str:
         return (f"PagePool(id={self.id}, pool_size={self.pool_size}, cache={self.cache_count}, "

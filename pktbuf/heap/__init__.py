@@ -1,2 +1,5 @@
-"""An ``rte_malloc``-style heap: the block layout (:mod:`.layout`) and the kernels
-(:mod:`.kernels`).  The facade is :class:`pktbuf.Heap` (:mod:`pktbuf.api.heap`)."""
+"""An ``rte_malloc``-style heap: the block layout (:mod:`.layout`), the element and free-list
+primitives -- size classes, split, merge, dirty ranges (:mod:`.elem`) --, the kernels that
+change the heap (:mod:`.kernels`: malloc, zmalloc, calloc, realloc, free) and the read-only
+ones (:mod:`.audit`: pointer checks, statistics, the invariant audit; re-exported by
+:mod:`.kernels`).  The facade is :class:`pktbuf.Heap` (:mod:`pktbuf.api.heap`)."""

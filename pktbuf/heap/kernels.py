@@ -26,22 +26,10 @@ so every other thread waits for the memset of a large block.  Here:
 a concurrent free of it is refused.  The switch ``zero_in_lock`` (ctl word ``H_ZERO_IN_LOCK``)
 does the memset after taking the lock instead, the upstream placement, for the A/B benchmark.
 
-**Dirty tracking.**  Each free element records one dirty range ``[dlo, dhi)`` (grains); all its
-bytes outside the range are zero.  The rules:
-
-* a heap over fresh memory (a new memfd is zero-filled) starts clean; over memory of unknown
-  contents it starts as one element dirty end to end;
-* a freed block is zeroed completely (steps 2/3), so its own part of a merge is clean;
-* a merge takes the smallest range covering the dirty ranges of the parts (the *hull*): a
-  dirty neighbour makes only its own part dirty unless dirty parts lie on both sides, when the
-  clean middle is (conservatively) counted as dirty too -- more zeroing later, never less;
-* a split gives each piece the intersection of the range with its span;
-* ``zmalloc`` zeroes the dirty range of the block it gets (nothing at all for clean memory).
-
-DPDK keeps one ``dirty`` flag per element and ORs it on merge, so one dirty neighbour makes
-the whole merged element dirty and later zmallocs of it memset everything; a range keeps the
-clean parts known to be clean, so a zmalloc clears only what was written.  Header bytes need no erasing on merge here (no in-band
-headers).
+Dirty tracking (which bytes of a free element may be non-zero, so ``zmalloc`` clears only
+those) and the free-list, split and merge primitives are in :mod:`pktbuf.heap.elem`; the
+read-only kernels (``heap_malloc_validate``, ``heap_find_elem``, ``heap_get_stats``,
+``heap_validate``) in :mod:`pktbuf.heap.audit`, re-exported here.
 
 Kernels return an address (> 0) or 0 / a count on success and a negative code otherwise:
 -22 (EINVAL) size <= 0 or alignment not a power of two, -12 (ENOMEM) no free element fits,
@@ -51,19 +39,19 @@ already free or being freed.  ``heap_free(heap, 0)`` is a no-op, as ``rte_free(N
 from __future__ import annotations
 
 import numpy as np
-from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .._jit import kernel
-from ..atomics import field_cas, field_load_acquire, field_store_release
-from ..errors import E_ALREADY, E_BADF, E_FAULT, E_INVAL, E_NOMEM
-from ..rawmem import addr_u8, memcpy, memset
-from ..spinlock import spin_is_locked, spin_lock, spin_unlock
+from ..atomics import field_cas, field_store_release
+from ..errors import E_ALREADY, E_BADF, E_INVAL, E_NOMEM
+from ..rawmem import memcpy, memset
+from ..spinlock import spin_lock, spin_unlock
+from .audit import heap_find_elem, heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
+from .elem import (_cls, _free_tail, _grains, _list_insert, _list_remove, _malloc_locked,
+                   _merge_insert, _ptr_grain, _state)
 from .layout import (ELEM_BUSY, ELEM_FREE, ELEM_FREEING, ELEM_NONE, GRAIN, GRAIN_SHIFT,
                      H_ALLOC_COUNT, H_ALLOC_GRAINS, H_BASE, H_FREE_COUNT, H_FREE_GRAINS, H_HEADS,
-                     H_LOCK, H_MAGIC, H_NGRAINS, H_NONEMPTY, H_ZERO_IN_LOCK, HEAP_CTL_WORDS,
-                     HEAP_MAGIC, MAX_GRAINS, N_CLASSES, V_ADJACENT_FREE, V_BITMAP, V_COUNTERS,
-                     V_DIRTY_RANGE, V_FREE_LIST, V_INTERIOR, V_LOCKED, V_NOT_ZERO, V_PREV, V_SIZE,
-                     V_STATE)
+                     H_LOCK, H_MAGIC, H_NGRAINS, H_ZERO_IN_LOCK, HEAP_CTL_WORDS, HEAP_MAGIC,
+                     MAX_GRAINS, N_CLASSES)
 
 __all__ = ["heap_init", "heap_malloc", "heap_zmalloc", "heap_calloc", "heap_realloc",
            "heap_free", "heap_malloc_validate", "heap_get_stats", "heap_validate",
@@ -73,109 +61,7 @@ _MAX_SIZE = MAX_GRAINS * GRAIN
 
 
 # ---------------------------------------------------------------------------------------------
-# small helpers (all inlined)
-
-@kernel(inline="always")
-def _cls(s):
-    """Free list of an element of ``s`` grains: ceil(log2(s))."""
-    if s <= 1:
-        return np.int64(0)
-    return np.int64(64 - leading_zeros(np.uint64(s - 1)))
-
-
-@kernel(inline="always")
-def _grains(size):
-    return (np.int64(size) + (GRAIN - 1)) >> GRAIN_SHIFT
-
-
-@kernel(inline="always")
-def _clip(lo, hi, a, b):
-    """The dirty range [lo, hi) intersected with [a, b); (0, 0) if empty."""
-    lo2 = lo if lo > a else a
-    hi2 = hi if hi < b else b
-    if lo2 >= hi2:
-        return np.int64(0), np.int64(0)
-    return np.int64(lo2), np.int64(hi2)
-
-
-@kernel(inline="always")
-def _hull(lo1, hi1, lo2, hi2):
-    """Smallest range covering two dirty ranges (either may be empty)."""
-    if lo1 >= hi1:
-        return np.int64(lo2), np.int64(hi2)
-    if lo2 >= hi2:
-        return np.int64(lo1), np.int64(hi1)
-    return np.int64(min(lo1, lo2)), np.int64(max(hi1, hi2))
-
-
-@kernel(inline="always")
-def _state(elems, g):
-    return np.int64(field_load_acquire(elems, g, "state"))
-
-
-@kernel(inline="always")
-def _list_insert(ctl, elems, g, c):
-    """Push element ``g`` on free list ``c`` (LIFO, as LIST_INSERT_HEAD)."""
-    head = ctl[H_HEADS + c]
-    e = elems[g]
-    e.cls = c
-    e.fprev = -1
-    e.fnext = head
-    if head >= 0:
-        elems[head].fprev = g
-    ctl[H_HEADS + c] = g
-    ctl[H_NONEMPTY] |= np.int64(1) << c
-
-
-@kernel(inline="always")
-def _list_remove(ctl, elems, g):
-    e = elems[g]
-    c = np.int64(e.cls)
-    nx = e.fnext
-    pv = e.fprev
-    if pv >= 0:
-        elems[pv].fnext = nx
-    else:
-        ctl[H_HEADS + c] = nx
-        if nx < 0:
-            ctl[H_NONEMPTY] &= ~(np.int64(1) << c)
-    if nx >= 0:
-        elems[nx].fprev = pv
-    e.cls = -1
-
-
-@kernel(inline="always")
-def _free_tail(ctl, elems, t, end, owner, lo, hi):
-    """After a split: [t, end) becomes a free element (dirty range clipped to it) right above
-    element ``owner``, or, if it is empty, ``owner`` now reaches ``end``.  Under the lock."""
-    n = ctl[H_NGRAINS]
-    if t < end:
-        tlo, thi = _clip(lo, hi, t, end)
-        e = elems[t]
-        e.size = end - t
-        e.prev = owner
-        e.dlo = tlo
-        e.dhi = thi
-        _list_insert(ctl, elems, t, _cls(end - t))
-        if end < n:
-            elems[end].prev = t
-        field_store_release(elems, t, "state", ELEM_FREE)
-        ctl[H_FREE_COUNT] += 1
-    elif end < n:
-        elems[end].prev = owner
-
-
-@kernel(inline="always")
-def _ptr_grain(ctl, ptr):
-    """Grain of a block pointer, or -1 if it cannot be one (outside, not grain aligned)."""
-    off = np.int64(ptr) - ctl[H_BASE]
-    if off < 0 or (off & (GRAIN - 1)) != 0:
-        return np.int64(-1)
-    g = off >> GRAIN_SHIFT
-    if g >= ctl[H_NGRAINS]:
-        return np.int64(-1)
-    return g
-
+# claiming a block, checking arguments
 
 @kernel(inline="always")
 def _claim(elems, g):
@@ -198,78 +84,7 @@ def _check_args(size, align):
 
 
 # ---------------------------------------------------------------------------------------------
-# allocation (under the lock)
-
-@kernel(inline="always")
-def _fit(ctl, elems, g, s, align):
-    """Start grain of an ``s``-grain block at the end of free element ``g``, or -1."""
-    end = g + np.int64(elems[g].size)
-    a = end - s
-    if a < g:
-        return np.int64(-1)
-    if align > GRAIN:
-        base = ctl[H_BASE]
-        al = (base + (a << GRAIN_SHIFT)) & ~(np.int64(align) - 1)
-        a = (al - base) >> GRAIN_SHIFT
-        if a < g:
-            return np.int64(-1)
-    return a
-
-
-@kernel
-def _carve(ctl, elems, g, a, s):
-    """Hand out [a, a+s) of free element ``g``: ``g`` keeps [g, a), a tail element gets the rest.
-
-    The block's dirty range is left in ``elems[a]`` for zmalloc.
-    """
-    e = elems[g]
-    end = g + np.int64(e.size)
-    lo = np.int64(e.dlo)
-    hi = np.int64(e.dhi)
-    tail = a + s
-    _free_tail(ctl, elems, tail, end, a, lo, hi)
-    if a > g:
-        e.size = a - g
-        flo, fhi = _clip(lo, hi, g, a)
-        e.dlo = flo
-        e.dhi = fhi
-        c = _cls(a - g)
-        if c != e.cls:
-            _list_remove(ctl, elems, g)
-            _list_insert(ctl, elems, g, c)
-        elems[a].prev = g
-    else:
-        _list_remove(ctl, elems, g)
-        ctl[H_FREE_COUNT] -= 1
-    b = elems[a]
-    b.size = s
-    b.cls = -1
-    blo, bhi = _clip(lo, hi, a, tail)
-    b.dlo = blo
-    b.dhi = bhi
-    field_store_release(elems, a, "state", ELEM_BUSY)
-    ctl[H_ALLOC_COUNT] += 1
-    ctl[H_ALLOC_GRAINS] += s
-    ctl[H_FREE_GRAINS] -= s
-
-
-@kernel
-def _malloc_locked(ctl, elems, s, align):
-    """First fit from the class of ``s`` upwards; returns the block's grain or -1."""
-    c = _cls(s)
-    bits = np.uint64(ctl[H_NONEMPTY]) >> np.uint64(c)
-    while bits != 0:
-        k = c + np.int64(trailing_zeros(bits))
-        g = ctl[H_HEADS + k]
-        while g >= 0:
-            a = _fit(ctl, elems, g, s, align)
-            if a >= 0:
-                _carve(ctl, elems, g, a, s)
-                return a
-            g = np.int64(elems[g].fnext)
-        bits &= bits - np.uint64(1)
-    return np.int64(-1)
-
+# allocation (the search and the split are in .elem)
 
 @kernel
 def _malloc(heap, size, align):
@@ -302,49 +117,7 @@ def _zero_dirty(heap, a):
 
 
 # ---------------------------------------------------------------------------------------------
-# freeing (merge under the lock)
-
-@kernel
-def _merge_insert(ctl, elems, g):
-    """Element ``g`` (zeroed, not on any list) becomes free: merge with free neighbours, list
-    the result, publish it FREE.  Under the lock."""
-    n = ctl[H_NGRAINS]
-    size = np.int64(elems[g].size)
-    lo = np.int64(0)
-    hi = np.int64(0)
-    nx = g + size
-    if nx < n and _state(elems, nx) == ELEM_FREE:
-        _list_remove(ctl, elems, nx)
-        lo, hi = _hull(lo, hi, elems[nx].dlo, elems[nx].dhi)
-        size += elems[nx].size
-        field_store_release(elems, nx, "state", ELEM_NONE)
-        ctl[H_FREE_COUNT] -= 1
-    start = g
-    listed = False
-    pv = np.int64(elems[g].prev)
-    if pv >= 0 and _state(elems, pv) == ELEM_FREE:
-        p = elems[pv]
-        lo, hi = _hull(p.dlo, p.dhi, lo, hi)
-        size += p.size
-        field_store_release(elems, g, "state", ELEM_NONE)
-        start = pv
-        if _cls(size) == p.cls:
-            listed = True                 # stays where it is on its list
-        else:
-            _list_remove(ctl, elems, pv)
-        ctl[H_FREE_COUNT] -= 1
-    end = start + size
-    if end < n:
-        elems[end].prev = start
-    e = elems[start]
-    e.size = size
-    e.dlo = lo
-    e.dhi = hi
-    if not listed:
-        _list_insert(ctl, elems, start, _cls(size))
-    field_store_release(elems, start, "state", ELEM_FREE)
-    ctl[H_FREE_COUNT] += 1
-
+# freeing (the merge is in .elem)
 
 @kernel
 def _free_claimed(heap, g):
@@ -548,181 +321,3 @@ def heap_realloc(heap, ptr, size, align):
     memcpy(dst, np.int64(ptr), keep << GRAIN_SHIFT)
     _free_claimed(heap, g)
     return dst
-
-
-@kernel
-def heap_malloc_validate(heap, ptr):
-    """``rte_malloc_validate``: the usable size of live block ``ptr`` (bytes), or -9 / -114."""
-    g = _ptr_grain(heap.ctl, ptr)
-    if g < 0:
-        return np.int64(E_BADF)
-    st = _state(heap.elems, g)
-    if st == ELEM_BUSY:
-        return np.int64(heap.elems[g].size) << GRAIN_SHIFT
-    if st == ELEM_FREE or st == ELEM_FREEING:
-        return np.int64(E_ALREADY)
-    return np.int64(E_BADF)
-
-
-@kernel
-def heap_find_elem(heap, ptr):
-    """Start grain and state of the element containing address ``ptr`` (a walk under the lock,
-    for error reports), or (-1, -1) if ``ptr`` is outside the heap."""
-    ctl = heap.ctl
-    off = np.int64(ptr) - ctl[H_BASE]
-    n = ctl[H_NGRAINS]
-    if off < 0 or off >= (n << GRAIN_SHIFT):
-        return np.int64(-1), np.int64(-1)
-    target = off >> GRAIN_SHIFT
-    spin_lock(ctl, H_LOCK)
-    g = np.int64(0)
-    st = np.int64(-1)
-    while g < n:
-        size = np.int64(heap.elems[g].size)
-        if size < 1:
-            break
-        if target < g + size:
-            st = _state(heap.elems, g)
-            break
-        g += size
-    spin_unlock(ctl, H_LOCK)
-    return g, st
-
-
-@kernel
-def heap_get_stats(heap, out):
-    """``rte_malloc_get_socket_stats``: ``out[:6]`` = total, free, allocated bytes, greatest free
-    block (bytes), free elements, allocated elements (see ``layout.STAT_NAMES``)."""
-    ctl = heap.ctl
-    elems = heap.elems
-    spin_lock(ctl, H_LOCK)
-    big = np.int64(0)
-    bits = np.uint64(ctl[H_NONEMPTY])
-    if bits != 0:
-        k = np.int64(63 - leading_zeros(bits))   # the largest class holds the largest block
-        g = ctl[H_HEADS + k]
-        while g >= 0:
-            if elems[g].size > big:
-                big = np.int64(elems[g].size)
-            g = np.int64(elems[g].fnext)
-    out[0] = ctl[H_NGRAINS] << GRAIN_SHIFT
-    out[1] = ctl[H_FREE_GRAINS] << GRAIN_SHIFT
-    out[2] = ctl[H_ALLOC_GRAINS] << GRAIN_SHIFT
-    out[3] = big << GRAIN_SHIFT
-    out[4] = ctl[H_FREE_COUNT]
-    out[5] = ctl[H_ALLOC_COUNT]
-    spin_unlock(ctl, H_LOCK)
-    return 0
-
-
-@kernel
-def heap_validate(heap, check_zero, info):
-    """Check every invariant of a quiescent heap (nobody else may use it meanwhile).
-
-    Returns 0, or -14 (EFAULT) with ``info[0]`` = reason (``layout.V_*``) and ``info[1]`` = the
-    grain where it was found.  ``check_zero`` also reads every byte of free memory outside the
-    dirty ranges (slow).
-    """
-    ctl = heap.ctl
-    elems = heap.elems
-    n = ctl[H_NGRAINS]
-    base = ctl[H_BASE]
-    if spin_is_locked(ctl, H_LOCK):
-        info[0] = V_LOCKED
-        info[1] = -1
-        return E_FAULT
-    g = np.int64(0)
-    prev = np.int64(-1)
-    prev_free = False
-    nfree = np.int64(0)
-    free_grains = np.int64(0)
-    nalloc = np.int64(0)
-    alloc_grains = np.int64(0)
-    reason = 0
-    where = np.int64(-1)
-    while g < n:
-        e = elems[g]
-        size = np.int64(e.size)
-        st = np.int64(e.state)
-        if size < 1 or g + size > n:
-            reason = V_SIZE
-            where = g
-            break
-        if st != ELEM_FREE and st != ELEM_BUSY and st != ELEM_FREEING:
-            reason = V_STATE
-            where = g
-            break
-        if e.prev != prev:
-            reason = V_PREV
-            where = g
-            break
-        for i in range(g + 1, g + size):
-            if elems[i].state != ELEM_NONE:
-                reason = V_INTERIOR
-                where = i
-                break
-        if reason != 0:
-            break
-        if st == ELEM_FREE:
-            if prev_free:
-                reason = V_ADJACENT_FREE
-                where = g
-                break
-            if e.cls != _cls(size):
-                reason = V_FREE_LIST
-                where = g
-                break
-            lo = np.int64(e.dlo)
-            hi = np.int64(e.dhi)
-            if lo < hi and (lo < g or hi > g + size):
-                reason = V_DIRTY_RANGE
-                where = g
-                break
-            if check_zero:
-                mem = addr_u8(base + (g << GRAIN_SHIFT), size << GRAIN_SHIFT)
-                for i in range(size << GRAIN_SHIFT):
-                    gi = g + (i >> GRAIN_SHIFT)
-                    if mem[i] != 0 and not (lo <= gi and gi < hi):
-                        reason = V_NOT_ZERO
-                        where = gi
-                        break
-                if reason != 0:
-                    break
-            nfree += 1
-            free_grains += size
-            prev_free = True
-        else:
-            nalloc += 1
-            alloc_grains += size
-            prev_free = False
-        prev = g
-        g += size
-    if reason == 0:
-        # every list entry is a FREE element of its class, linked both ways, listed once
-        listed = np.int64(0)
-        for k in range(N_CLASSES):
-            h = ctl[H_HEADS + k]
-            if (h >= 0) != ((ctl[H_NONEMPTY] >> k) & 1 == 1):
-                reason = V_BITMAP
-                where = k
-                break
-            before = np.int64(-1)
-            while h >= 0:
-                if h >= n or elems[h].state != ELEM_FREE or elems[h].cls != k \
-                        or elems[h].fprev != before or listed > nfree:
-                    reason = V_FREE_LIST
-                    where = h
-                    break
-                listed += 1
-                before = h
-                h = np.int64(elems[h].fnext)
-            if reason != 0:
-                break
-        if reason == 0 and listed != nfree:
-            reason = V_FREE_LIST
-    if reason == 0 and (nfree != ctl[H_FREE_COUNT] or free_grains != ctl[H_FREE_GRAINS]
-                        or nalloc != ctl[H_ALLOC_COUNT] or alloc_grains != ctl[H_ALLOC_GRAINS]):
-        reason = V_COUNTERS
-    info[0] = reason
-    info[1] = where
-    return E_FAULT if reason != 0 else 0
