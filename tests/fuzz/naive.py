@@ -36,8 +36,9 @@ F_EXTERNAL = 1 << 61
 F_INDIRECT = 1 << 62
 F_NOT_DIRECT = F_EXTERNAL | F_INDIRECT
 PORT_INVALID = 0xFFFF
+# what attach and copy carry over (DPDK's __rte_pktmbuf_copy_hdr: not timesync, not ol_flags)
 HEADER = ("port", "vlan_tci", "vlan_tci_outer", "tx_offload", "hash", "hash_hi",
-          "packet_type", "timesync")
+          "packet_type")
 SETTABLE = {"port": 16, "ol_flags": 64, "packet_type": 32, "vlan_tci": 16,
             "vlan_tci_outer": 16, "hash": 32, "hash_hi": 32, "tx_offload": 64, "timesync": 16}
 
