@@ -304,6 +304,9 @@ class FacadeMachine(RuleBasedStateMachine):
         dm = self.doms[r.d]
         self.expect(lambda: dm.free_bulk([r.h]), lambda: r.m.free(lcore=lc),
                     lambda _: self.drop_held(r))
+        if not self.holds(r.d, r.h) and dm.desc[r.h].alloc and dm.status(r.h):
+            # freed, but a clone keeps its buffer: the handle is dead all the same
+            self.probe_dead(data, r, dm.status(r.h))
 
     @precondition(lambda self: self.held)
     @rule(data=st.data(), staged=st.booleans(), via=st.sampled_from(["pool", "domain"]),
@@ -429,35 +432,33 @@ class FacadeMachine(RuleBasedStateMachine):
             self.expect(lambda: dm.free_seg(s.handle), s.free_seg)
         self.drop_held(r)
 
-    @rule(data=st.data(), op=st.sampled_from(["free", "free_seg", "append", "read", "refcnt",
-                                               "chain", "clone", "set", "detach"]))
+    @rule(data=st.data())
     @tracked
-    def dead_handle(self, data, op):
-        """Calls on references given up: freed, kept only by clones, or stale."""
-        if not self.dead:
+    def dead_handle(self, data):
+        """Every call, in a random order, on a reference given up: freed, kept only by clones,
+        or stale.  Each must be refused and change nothing, so one step tries them all."""
+        def refusal(r):
+            return pktbuf.InvalidHandle if self.stale(r) else self.doms[r.d].status(r.h)
+        # not the ones allocated again since (a legal handle again: not this case)
+        cands = [r for r in self.dead if refusal(r) is not None]
+        if not cands:
             return
-        # half the time, one whose mbuf is still allocated: kept only by a clone's reference,
-        # or allocated again (the interesting kind; a free one is refused by the state alone)
-        live = [r for r in self.dead if not self.stale(r) and self.doms[r.d].desc[r.h].alloc]
-        pool = live if live and data.draw(st.booleans()) else self.dead
-        r = data.draw(st.sampled_from(pool))
-        dm = self.doms[r.d]
-        if self.stale(r):
-            exc = pktbuf.InvalidHandle
-        else:
-            exc = dm.status(r.h)
-        if exc is None:
-            return                # re-allocated since (a legal handle again): not this case
+        # half the time, one whose mbuf is still allocated -- kept only by a clone's reference
+        # (the interesting kind; a free one is refused by its state alone)
+        kept = [r for r in cands if not self.stale(r) and self.doms[r.d].desc[r.h].alloc]
+        r = data.draw(st.sampled_from(kept if kept and data.draw(st.booleans()) else cands))
+        self.probe_dead(data, r, refusal(r))
+
+    def probe_dead(self, data, r: Ref, exc) -> None:
+        """Every call on the given-up reference ``r`` must raise ``exc`` and change nothing."""
         pm = self.live_pools(r.d)
         acts = {"free": r.m.free, "free_seg": r.m.free_seg, "append": lambda: r.m.append(1),
                 "read": lambda: r.m.read(0, 0), "refcnt": lambda: r.m.refcnt_update(1),
                 "chain": lambda: r.m.chain(r.m), "set": lambda: r.m.set(port=1),
                 "clone": lambda: r.m.clone(pm[0].facade if pm else None),
                 "detach": r.m.detach}
-
-        def predict():
-            raise N.Refused(exc)
-        self.expect(predict, acts[op])
+        for op in data.draw(st.permutations(sorted(acts))):
+            self.expect(lambda: refuse(exc), acts[op])
 
     # -- chains ----------------------------------------------------------------------------
     @precondition(lambda self: len(self.held) >= 2)
@@ -827,9 +828,15 @@ class FacadeMachine(RuleBasedStateMachine):
         elif kind == "pool":
             opts = [("garbage", self.plain), ("garbage", "x"), ("garbage", 3)]
             opts += [("garbage", p.facade) for p in self.live_pools(1 - r.d)]
-            opts += [("garbage", p) for p in self.closed]
-            _, g = data.draw(st.sampled_from(opts))
-            fn = data.draw(st.sampled_from([lambda: m.clone(g), lambda: m.copy(g)]))
+            opts += [("garbage", p) for p in self.closed[-3:]]
+            # every bad pool argument, to clone and to copy (a copy of 0 bytes too: one that
+            # no pool's data room can refuse): InvalidArgument before anything else is looked
+            # at -- not just any PktbufError (a PoolExhausted means the pool was used)
+            for _, g in opts:
+                for fn in (lambda g=g: m.clone(g), lambda g=g: m.copy(g),
+                           lambda g=g: m.copy(g, 0, 0)):
+                    self.expect(lambda: refuse(pktbuf.InvalidArgument), fn)
+            return
         else:
             fn = data.draw(st.sampled_from(calls[kind]))
         self.expect(None, fn, garbage=True)
