@@ -53,18 +53,20 @@ def own_runtime_dirs() -> list:
 
 
 class Testpmd:
-    """One interactive testpmd with a single memif port.
+    """One interactive testpmd: a single memif port, or the ports ``vdevs`` gives.
 
-    ``role``: "server" or "client"; ``fwd``: testpmd forwarding mode (io, macswap, rxonly,
+    ``role``: "server" or "client"; ``vdevs``: full ``--vdev`` strings (``["net_af_packet0,
+    iface=veth0"]``) used in place of the memif port (``role`` and ``socket`` are then
+    ignored); ``fwd``: testpmd forwarding mode (io, macswap, rxonly,
     txonly...); ``lcores``: EAL core option (e.g. ``["-l", "0-1"]`` or
     ``["--lcores=0@1,1@0"]``); ``vdev_extra``: extra memif devargs (``"zero-copy=yes"``,
     ``"bsize=1024"``...); ``app_extra``: extra testpmd arguments.
     """
 
-    def __init__(self, role: str, socket: str, *, abstract: bool = True, id: int = 0,
-                 secret: str | None = None, fwd: str = "io", lcores=None, vdev_extra: str = "",
-                 eal_extra=(), app_extra=(), lifetime: int = 120, mem: int = 256,
-                 mbufs: int = 8192):
+    def __init__(self, role: str = "server", socket: str = "", *, abstract: bool = True,
+                 id: int = 0, secret: str | None = None, fwd: str = "io", lcores=None,
+                 vdev_extra: str = "", vdevs=None, eal_extra=(), app_extra=(),
+                 lifetime: int = 120, mem: int = 256, mbufs: int = 8192):
         global _seq
         _seq += 1
         self.role = role
@@ -77,13 +79,14 @@ class Testpmd:
             vdev += f",secret={secret}"
         if vdev_extra:
             vdev += "," + vdev_extra
+        vdev_args = [f"--vdev={v}" for v in (vdevs if vdevs else [vdev])]
         prefix = f"{PREFIX}{os.getpid()}_{_seq}"
         self.prefix = prefix
         self.runtime_dir = os.path.join(runtime_base(), prefix)
         self.argv = (["timeout", "--kill-after=5", str(lifetime), "stdbuf", "-oL", TESTPMD]
                      + list(lcores or ["-l", "0-1"])
                      + ["--no-huge", "-m", str(mem), "--no-pci", f"--file-prefix={prefix}",
-                        "--log-level=pmd.net.memif:info", f"--vdev={vdev}"] + list(eal_extra)
+                        "--log-level=pmd.net.memif:info"] + vdev_args + list(eal_extra)
                      + ["--", "-i", "--no-mlockall", "--no-flush-rx",
                         f"--total-num-mbufs={mbufs}", f"--forward-mode={fwd}"] + list(app_extra))
         self.proc: subprocess.Popen | None = None
@@ -149,10 +152,10 @@ class Testpmd:
             time.sleep(0.1)
         return False
 
-    def port_stats(self, timeout: float = 5.0) -> dict:
-        """``show port stats 0`` parsed: rx/tx packets, bytes, errors, pps."""
+    def port_stats(self, timeout: float = 5.0, port: int = 0) -> dict:
+        """``show port stats <port>`` parsed: rx/tx packets, bytes, errors, pps."""
         mark = len(self.log())
-        self.cmd("show port stats 0")
+        self.cmd(f"show port stats {port}")
         if not self.wait_log(r"Tx-pps:\s+\d+", timeout, since=mark):
             return {}
         text = self.log()[mark:]
