@@ -30,7 +30,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import (NativeValue, infer_getattr, lower_getattr_generic, models,
+from numba.extending import (NativeValue, infer_getattr, intrinsic, lower_getattr_generic, models,
                              register_model, typeof_impl, unbox)
 from numba.core.typing.templates import AttributeTemplate
 from numba.np.arrayobj import populate_array
@@ -39,7 +39,7 @@ from numba.np.numpy_support import from_dtype
 from . import shm
 from .errors import InvalidArgument
 
-__all__ = ["Layout", "Block", "BlockType"]
+__all__ = ["Layout", "Block", "BlockType", "block_at"]
 
 MAGIC = 0x4B434F4C42425450          # "PTBBLOCK"
 HDR_FIELD0 = 8                      # header word of field 0's offset
@@ -305,3 +305,23 @@ def _lower_block_attr(context, builder, typ, value, attr):
     populate_array(ary, data=data, shape=shape, strides=strides,
                    itemsize=ir.Constant(_I64, item), meminfo=None)
     return ary._getvalue()
+
+
+@intrinsic
+def block_at(typingctx, addr, kind):
+    """In compiled code: the block of layout ``kind`` (a string constant) at address ``addr``.
+
+    The inverse of passing a :class:`Block`: a table that stores blocks' addresses (the port
+    table stores each queue's) turns one back into a typed block, one pointer, no checks --
+    the caller stores only addresses of live blocks of that kind.
+    """
+    if not (isinstance(addr, types.Integer) and isinstance(kind, types.StringLiteral)):
+        return None
+    if kind.literal_value not in _LAYOUTS:
+        return None
+    bt = _LAYOUTS[kind.literal_value].type
+
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+
+    return bt(addr, kind), codegen

@@ -1,0 +1,70 @@
+"""``rx_burst`` / ``tx_burst``: one call for every port type, as ``rte_eth_rx_burst`` is.
+
+::
+
+    n = rx_burst(eth, port, queue, lcore, pkts, 32)   # pkts[:n]: received mbufs, yours
+    k = tx_burst(eth, port, queue, lcore, pkts, n)    # pkts[:k] sent (the port's now);
+                                                      # pkts[k:n] are still yours
+
+``eth`` is the port table (``ports.state``), ``port``/``queue`` ids, ``lcore`` the caller's
+lcore (its mempool cache).  The call reads the port's kind from the table and calls that
+driver's kernel (``memif_rx_burst``, ``eth_ring_rx_burst``, ...) with the queue's block: a
+switch on a word the CPU predicts perfectly, in place of DPDK's function pointer.  An unknown
+port or queue id, or a port being closed, gives 0 (DPDK checks ids only in debug builds).
+Each driver's kernel can also be called directly with its queue block (``port.rx_queue(0)``).
+"""
+from __future__ import annotations
+
+from .._jit import kernel
+from ..block import block_at
+from ..eth_ring.burst import eth_ring_rx_burst, eth_ring_tx_burst
+from ..eth_ring.layout import ETH_RING_QUEUE  # noqa: F401  (block_at needs the layouts known)
+from ..mbuf.layout import MBUF_DTYPE  # noqa: F401
+from ..memif.datapath import memif_rx_burst, memif_tx_burst
+from ..memif.queue import MEMIF_QUEUE  # noqa: F401
+from .layout import H_DOM, K_MEMIF, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX
+
+__all__ = ["rx_burst", "tx_burst", "rx_queue_eof"]
+
+
+@kernel(inline="always")
+def _queue(eth, table, port, queue, count_word):
+    """(kind, queue block address), kind 0 when the ids do not name an open queue."""
+    if port < 0 or port >= MAX_PORTS or queue < 0 or queue >= MAX_QUEUES:
+        return 0, 0
+    p = eth.port[port]
+    if queue >= p[count_word]:
+        return 0, 0
+    return p[P_KIND], table[port, queue]
+
+
+@kernel
+def rx_burst(eth, port, queue, lcore, pkts, n):
+    """Receive up to ``n`` packets from ``port``'s Rx queue ``queue`` into ``pkts[:n]``."""
+    kind, addr = _queue(eth, eth.rxq, port, queue, P_NB_RX)
+    dom = block_at(eth.hdr[H_DOM], "domain")
+    if kind == K_MEMIF:
+        return memif_rx_burst(dom, block_at(addr, "memif_queue"), lcore, pkts, n)
+    if kind == K_RING:
+        return eth_ring_rx_burst(dom, block_at(addr, "eth_ring_queue"), lcore, pkts, n)
+    return 0
+
+
+@kernel
+def tx_burst(eth, port, queue, lcore, pkts, n):
+    """Send up to ``n`` packets from ``pkts[:n]`` on ``port``'s Tx queue ``queue``."""
+    kind, addr = _queue(eth, eth.txq, port, queue, P_NB_TX)
+    dom = block_at(eth.hdr[H_DOM], "domain")
+    if kind == K_MEMIF:
+        return memif_tx_burst(dom, block_at(addr, "memif_queue"), lcore, pkts, n)
+    if kind == K_RING:
+        return eth_ring_tx_burst(dom, block_at(addr, "eth_ring_queue"), lcore, pkts, n)
+    return 0
+
+
+@kernel
+def rx_queue_eof(eth, port, queue):
+    """True once ``port``'s Rx queue can never deliver again (a capture file at its end,
+    without looping).  False for live ports and for ids that name no queue."""
+    kind, addr = _queue(eth, eth.rxq, port, queue, P_NB_RX)
+    return False
