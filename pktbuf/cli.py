@@ -2,6 +2,7 @@
 
     pktbuf bench [core|memif|pagepool|heap|all] [options]   measure (default: core)
     pktbuf demo [options]                                   the memif forwarding demo
+    pktbuf fwd --vdev DEVICE [--vdev ...] [options]         testpmd-like forwarder over any ports
     pktbuf info                                             versions and cache location
 
 pktbuf bench core|heap options (``pktbuf bench core --help`` lists them all):
@@ -61,6 +62,11 @@ def _demo(argv) -> int:
     return m.main(argv) or 0
 
 
+def _fwd(argv) -> int:
+    from pktbuf.apps import fwd
+    return fwd.main(argv)
+
+
 def _info(argv) -> int:
     import numba
     import numpy
@@ -79,7 +85,7 @@ def main(argv=None) -> int:
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    handlers = {"bench": _bench, "demo": _demo, "info": _info}
+    handlers = {"bench": _bench, "demo": _demo, "fwd": _fwd, "info": _info}
     if cmd not in handlers:
         print(f"pktbuf: unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
         return 2

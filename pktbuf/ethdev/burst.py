@@ -24,7 +24,13 @@ from ..memif.datapath import memif_rx_burst, memif_tx_burst
 from ..memif.queue import MEMIF_QUEUE  # noqa: F401
 from .layout import H_DOM, K_MEMIF, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX
 
-__all__ = ["rx_burst", "tx_burst", "rx_queue_eof"]
+__all__ = ["rx_burst", "tx_burst", "rx_queue_eof", "eth_domain"]
+
+
+@kernel(inline="always")
+def eth_domain(eth):
+    """The domain block of the table's ports' pools (for the mbuf kernels)."""
+    return block_at(eth.hdr[H_DOM], "domain")
 
 
 @kernel(inline="always")
@@ -42,7 +48,7 @@ def _queue(eth, table, port, queue, count_word):
 def rx_burst(eth, port, queue, lcore, pkts, n):
     """Receive up to ``n`` packets from ``port``'s Rx queue ``queue`` into ``pkts[:n]``."""
     kind, addr = _queue(eth, eth.rxq, port, queue, P_NB_RX)
-    dom = block_at(eth.hdr[H_DOM], "domain")
+    dom = eth_domain(eth)
     if kind == K_MEMIF:
         return memif_rx_burst(dom, block_at(addr, "memif_queue"), lcore, pkts, n)
     if kind == K_RING:
@@ -54,7 +60,7 @@ def rx_burst(eth, port, queue, lcore, pkts, n):
 def tx_burst(eth, port, queue, lcore, pkts, n):
     """Send up to ``n`` packets from ``pkts[:n]`` on ``port``'s Tx queue ``queue``."""
     kind, addr = _queue(eth, eth.txq, port, queue, P_NB_TX)
-    dom = block_at(eth.hdr[H_DOM], "domain")
+    dom = eth_domain(eth)
     if kind == K_MEMIF:
         return memif_tx_burst(dom, block_at(addr, "memif_queue"), lcore, pkts, n)
     if kind == K_RING:

@@ -1,0 +1,242 @@
+"""``pktbuf fwd``: a testpmd-like forwarder over any ports.
+
+::
+
+    pktbuf fwd --vdev net_af_packet0,iface=veth0 --vdev net_af_packet1,iface=veth1 \\
+               --forward-mode io --stats-period 1
+    pktbuf fwd --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap     # until the file ends
+
+Options follow testpmd's: repeatable ``--vdev`` (DPDK device strings; ports are numbered in
+order), ``--forward-mode io|mac|macswap|rxonly|txonly``, ``--stats-period N`` (a live table every
+N seconds, 0 = off), ``--burst``, ``--txpkts`` (txonly frame size), ``--total-num-mbufs``,
+``--mbuf-size``, ``--eth-peer N,XX:XX:XX:XX:XX:XX`` (mac mode's destination per port, default
+02:00:00:00:00:<port>), ``--file-prefix`` (where the telemetry socket goes, as EAL's).  Ports
+pair as testpmd's default ``paired`` topology: 0<->1, 2<->3, and an odd last port (or a single
+port) forwards to itself.  It stops on Ctrl-C (or SIGTERM), after ``--seconds N``, or once
+every Rx port has reached its end (a capture file without looping), then prints testpmd's
+forward statistics (``--json``: one JSON object per line instead: ``stats`` events and a final
+``summary``) and closes every port: every mbuf goes back to the pool.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+from ..ethdev.layout import MAX_PORTS
+from .fwd_loop import (F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS, MAX_BURST,
+                       MODES, R_ALL_EOF, fwd_loop)
+from .fwd_stats import emit_json, emit_text, fwd_stats_text, nic_stats_text, rates
+from .txonly import MIN_PKT_LEN, udp_headers
+
+SLICE = 0.1          # seconds per call into the loop (Ctrl-C and the stats run between calls)
+
+
+def _parse_peer(text: str) -> tuple[int, bytes]:
+    port, _, mac = text.partition(",")
+    b = bytes(int(x, 16) for x in mac.split(":"))
+    if len(b) != 6:
+        raise ValueError(mac)
+    return int(port), b
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="pktbuf fwd", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vdev", action="append", required=True, metavar="DEVICE",
+                    help="a port, as a DPDK device string (repeat for more ports)")
+    ap.add_argument("--forward-mode", choices=MODES, default="io")
+    ap.add_argument("--stats-period", type=float, default=0.0, metavar="N",
+                    help="show port statistics every N seconds (0: never)")
+    ap.add_argument("--seconds", type=float, default=0.0, metavar="N",
+                    help="stop after N seconds (0: on Ctrl-C or when every Rx port has ended)")
+    ap.add_argument("--json", action="store_true", help="JSON lines instead of tables")
+    ap.add_argument("--burst", type=int, default=32)
+    ap.add_argument("--txpkts", type=int, default=64, help="txonly frame size")
+    ap.add_argument("--total-num-mbufs", type=int, default=16384)
+    ap.add_argument("--mbuf-size", type=int, default=2176, help="data room of each mbuf")
+    ap.add_argument("--eth-peer", action="append", default=[], metavar="N,MAC")
+    ap.add_argument("--file-prefix", default="rte", help="telemetry socket directory name")
+    ap.add_argument("--no-telemetry", action="store_true")
+    return ap
+
+
+class Forwarder:
+    """The ports, the pool and the loop of one ``pktbuf fwd`` run (also usable from Python)."""
+
+    def __init__(self, vdevs, mode="io", *, burst=32, txpkts=64, nb_mbufs=16384,
+                 mbuf_size=2176, peers=None):
+        from ..api.ethdev import Ports
+        from ..api.pools import PktmbufPool
+        from ..errors import InvalidArgument
+        if mode not in MODES:
+            raise InvalidArgument(f"forward mode must be one of {', '.join(MODES)}")
+        if not 1 <= burst <= MAX_BURST:
+            raise InvalidArgument(f"burst must be in 1..{MAX_BURST}")
+        if not MIN_PKT_LEN <= txpkts <= mbuf_size - 128:
+            raise InvalidArgument(f"txpkts must be in {MIN_PKT_LEN}..{mbuf_size - 128}")
+        self.mode = mode
+        self.burst = burst
+        self.pool = PktmbufPool(nb_mbufs, 250, data_room=mbuf_size, name="fwd")
+        self.ports = Ports(self.pool)
+        try:
+            for v in vdevs:
+                self.ports.open(v)
+        except BaseException:
+            self.close()
+            raise
+        ids = self.ports.ids()
+        self.streams = np.array([(p, ids[i ^ 1] if (i ^ 1) < len(ids) else p)
+                                 for i, p in enumerate(ids)], np.int64).reshape(-1, 2)
+        self.macs = np.zeros((MAX_PORTS, 6), np.uint8)
+        self.peers = np.zeros((MAX_PORTS, 6), np.uint8)
+        self.hdrs = np.zeros((MAX_PORTS, 42), np.uint8)
+        for p in self.ports:
+            self.macs[p.port_id] = np.frombuffer(bytes(p.mac_addr), np.uint8)
+            self.peers[p.port_id] = [2, 0, 0, 0, 0, p.port_id]
+        for pid, mac in (peers or {}).items():
+            self.peers[pid] = np.frombuffer(mac, np.uint8)
+        for p in self.ports:
+            self.hdrs[p.port_id] = udp_headers(txpkts, bytes(self.macs[p.port_id]),
+                                               bytes(self.peers[p.port_id]))
+        self.txpkts = txpkts
+        self.cnt = np.zeros((MAX_PORTS, F_WORDS), np.int64)
+        self.scratch = np.empty(MAX_BURST, np.int32)
+
+    def warm(self) -> None:
+        """Compile (or load) the loop: one call over no streams."""
+        fwd_loop(self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
+                 self.burst, self.macs, self.peers, self.hdrs, self.txpkts, 0, self.cnt,
+                 self.scratch)
+
+    def run_slice(self, seconds: float) -> int:
+        """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended."""
+        return int(fwd_loop(self.ports.state, 0, self.pool.id, self.streams,
+                            MODES.index(self.mode), self.burst, self.macs, self.peers,
+                            self.hdrs, self.txpkts, time.monotonic_ns() + int(seconds * 1e9),
+                            self.cnt, self.scratch))
+
+    def rows(self) -> list[dict]:
+        out = []
+        for p in self.ports:
+            s = p.stats()
+            c = self.cnt[p.port_id]
+            out.append({"port_id": p.port_id, "name": p.name, "driver": p.driver,
+                        "rx": int(c[F_RX]), "rx_dropped": int(s["imissed"]),
+                        "rx_bytes": int(c[F_RX_BYTES]), "tx": int(c[F_TX]),
+                        "tx_dropped": int(c[F_TX_DROP]), "tx_bytes": int(c[F_TX_BYTES]),
+                        "stats": s})
+        return out
+
+    def close(self) -> int:
+        """Close the ports and the pool; returns the mbufs that were still in use before the
+        pool closed (0 when every mbuf came back)."""
+        self.ports.close()
+        in_use = int(self.pool.in_use_count)
+        self.pool.close(force=True)
+        return in_use
+
+
+def _telemetry(a, fw):
+    """Start the telemetry server if available (``--no-telemetry`` turns it off)."""
+    if a.no_telemetry:
+        return None
+    try:
+        from ..api.telemetry import Telemetry
+    except ImportError:
+        return None
+    t = Telemetry(a.file_prefix)
+    for p in fw.ports:
+        t.add_port(p)
+    t.add_mempool(fw.pool)
+    return t
+
+
+def main(argv=None) -> int:
+    a = build_parser().parse_args(argv)
+    from ..errors import PktbufError
+    try:
+        peers = dict(_parse_peer(x) for x in a.eth_peer)
+    except ValueError:
+        print("pktbuf fwd: --eth-peer takes N,XX:XX:XX:XX:XX:XX", file=sys.stderr)
+        return 2
+    try:
+        fw = Forwarder(a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts,
+                       nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers)
+    except (PktbufError, OSError) as e:
+        print(f"pktbuf fwd: {e}", file=sys.stderr)
+        return 1
+    stop = {"why": None}
+
+    def on_term(signum, frame):
+        stop["why"] = "signal"
+    old = signal.signal(signal.SIGTERM, on_term)
+    tel = None
+    out = emit_json if a.json else None
+    try:
+        fw.warm()
+        tel = _telemetry(a, fw)
+        if not a.json:
+            emit_text(f"pktbuf fwd: {len(fw.ports)} port(s), {a.forward_mode} mode; "
+                      f"streams: " + ", ".join(f"{r}->{t}" for r, t in fw.streams)
+                      + ("; Ctrl-C to stop" if not a.seconds else ""))
+        else:
+            out({"event": "start", "mode": a.forward_mode,
+                 "ports": [{"port_id": p.port_id, "name": p.name, "driver": p.driver}
+                           for p in fw.ports],
+                 "streams": fw.streams.tolist()})
+        t0 = time.monotonic()
+        next_stats = t0 + a.stats_period if a.stats_period > 0 else None
+        prev, prev_t = {}, t0
+        while stop["why"] is None:
+            now = time.monotonic()
+            if a.seconds and now - t0 >= a.seconds:
+                stop["why"] = "seconds"
+                break
+            left = SLICE if not a.seconds else min(SLICE, t0 + a.seconds - now)
+            if next_stats is not None:
+                left = min(left, max(0.0, next_stats - now))
+            if fw.run_slice(max(left, 0.0)) == R_ALL_EOF:
+                stop["why"] = "eof"
+            if next_stats is not None and time.monotonic() >= next_stats:
+                now = time.monotonic()
+                snap = {p.port_id: p.stats() for p in fw.ports}
+                rt = {pid: rates(prev.get(pid), s, now - prev_t) for pid, s in snap.items()}
+                if a.json:
+                    out({"event": "stats", "t": round(now - t0, 3),
+                         "ports": [dict(port_id=pid, **{k: v for k, v in s.items()
+                                                         if not k.startswith("q_")}, **rt[pid])
+                                   for pid, s in snap.items()]})
+                else:
+                    clear = "\033[2J\033[1;1H" if sys.stdout.isatty() else ""
+                    emit_text(clear + "\n  Port statistics ===================================="
+                              + "".join(nic_stats_text(pid, s, rt[pid]) for pid, s in snap.items()))
+                prev, prev_t = snap, now
+                next_stats += a.stats_period
+    except KeyboardInterrupt:
+        stop["why"] = "signal"
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        elapsed = time.monotonic() - t0 if "t0" in locals() else 0.0
+        rows = fw.rows()
+        if tel is not None:
+            tel.close()
+        in_use = fw.close()
+    if a.json:
+        acc = {k: sum(r[k] for r in rows) for k in ("rx", "rx_dropped", "tx", "tx_dropped")}
+        emit_json({"event": "summary", "mode": a.forward_mode, "stopped_by": stop["why"],
+                   "seconds": round(elapsed, 3), "ports": rows, "accumulated": acc,
+                   "mbufs_in_use_at_close": in_use})
+    else:
+        emit_text(f"\nStopping ({stop['why']}) after {elapsed:.1f} s...")
+        emit_text(fwd_stats_text(rows))
+        emit_text("\nDone." + ("" if in_use == 0 else f"  {in_use} mbufs were not returned!"))
+    return 0 if in_use == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
