@@ -66,7 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class Forwarder:
-    """The ports, the pool and the loop of one ``pktbuf fwd`` run (also usable from Python)."""
+    """The ports, the pool and the loop of one ``pktbuf fwd`` run (also usable from Python).
+
+    ``vdevs``: device strings, or callables ``f(pool, port_id) -> port`` for port objects
+    built in Python (``lambda pool, pid: RingPort(rx, tx, pool=pool, port_id=pid)``).
+    """
 
     def __init__(self, vdevs, mode="io", *, burst=32, txpkts=64, nb_mbufs=16384,
                  mbuf_size=2176, peers=None):
@@ -85,7 +89,10 @@ class Forwarder:
         self.ports = Ports(self.pool)
         try:
             for v in vdevs:
-                self.ports.open(v)
+                if callable(v):
+                    self.ports.add(v(self.pool, self.ports._free_id()))
+                else:
+                    self.ports.open(v)
         except BaseException:
             self.close()
             raise
