@@ -1,0 +1,114 @@
+"""``pktbuf bench ports``: the port model's costs, each against its reference in the same run.
+
+Sections (``--only`` picks some):
+
+* ``dispatch``: what the port table costs.  A loopback ring port, 32-packet bursts: Tx then Rx
+  through the dispatching ``tx_burst``/``rx_burst`` (port id -> kind -> the driver's kernel)
+  against the same loop calling ``eth_ring_tx_burst``/``eth_ring_rx_burst`` with the queue
+  block directly.  Samples alternate between the two, timed in-JIT with fenced TSC reads in
+  chunks of whole iterations (a chunk hit by preemption, over 4x the median, is dropped);
+  reported as ns per packet (median of the samples) and their ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+from numba import njit
+
+from ..kernels import eth_ring_rx_burst, eth_ring_tx_burst, rx_burst, tx_burst
+from .tsc import tsc_begin, tsc_end, tsc_hz
+
+SECTIONS = ("dispatch",)
+BURST = 32
+
+
+@njit(cache=True, nogil=True)
+def _loop_dispatch(eth, pkts, iters, chunk, out):
+    """Per chunk of ``chunk`` iterations: tx_burst + rx_burst of BURST packets; cycles."""
+    for c in range(out.size):
+        t0 = tsc_begin()
+        for _ in range(chunk):
+            k = tx_burst(eth, 0, 0, 0, pkts, BURST)
+            rx_burst(eth, 0, 0, 0, pkts, k)
+        out[c] = tsc_end() - t0
+
+
+@njit(cache=True, nogil=True)
+def _loop_direct(dom, txq, rxq, pkts, iters, chunk, out):
+    for c in range(out.size):
+        t0 = tsc_begin()
+        for _ in range(chunk):
+            k = eth_ring_tx_burst(dom, txq, 0, pkts, BURST)
+            eth_ring_rx_burst(dom, rxq, 0, pkts, k)
+        out[c] = tsc_end() - t0
+
+
+def _median_kept(cycles: np.ndarray) -> float:
+    med = float(np.median(cycles))
+    kept = cycles[cycles <= 4 * med]
+    return float(np.median(kept))
+
+
+def measure_dispatch(samples: int = 21, chunks: int = 200, chunk: int = 50) -> dict:
+    """ns per packet (tx + rx) through the port table and directly; same loop, same ring."""
+    import pktbuf
+    pool = pktbuf.PktmbufPool(1024, 0)
+    ports = pktbuf.Ports(pool)
+    try:
+        lo = ports.open("net_ring0")
+        pkts = pool.alloc_bulk(BURST)
+        dom, eth = pool.domain.state, ports.state
+        txq, rxq = lo.tx_queue(0), lo.rx_queue(0)
+        buf = np.empty(chunks, np.uint64)
+        _loop_dispatch(eth, pkts, 0, 1, buf[:1])              # compile / load, warm
+        _loop_direct(dom, txq, rxq, pkts, 0, 1, buf[:1])
+        per = BURST * chunk
+        hz = tsc_hz()
+        res = {"dispatch": [], "direct": []}
+        for _ in range(samples):
+            _loop_dispatch(eth, pkts, 0, chunk, buf)
+            res["dispatch"].append(_median_kept(buf) / per / hz * 1e9)
+            _loop_direct(dom, txq, rxq, pkts, 0, chunk, buf)
+            res["direct"].append(_median_kept(buf) / per / hz * 1e9)
+        pool.domain.free_bulk(pkts)
+    finally:
+        ports.close()
+        pool.close(force=True)
+    d, r = float(np.median(res["dispatch"])), float(np.median(res["direct"]))
+    ratios = sorted(a / b for a, b in zip(res["dispatch"], res["direct"]))
+    return {"dispatch_ns_per_pkt": d, "direct_ns_per_pkt": r, "ratio": d / r,
+            "ratio_p10_p90": (ratios[len(ratios) // 10], ratios[(9 * len(ratios)) // 10]),
+            "samples": samples}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="pktbuf bench ports", description=__doc__.split("\n")[0])
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help="comma-separated subset of %(default)s")
+    ap.add_argument("--quick", action="store_true", help="fewer samples")
+    ap.add_argument("--json", metavar="FILE", help="write every figure as JSON")
+    a = ap.parse_args(argv)
+    only = [s for s in a.only.split(",") if s]
+    bad = [s for s in only if s not in SECTIONS]
+    if bad:
+        ap.error(f"unknown section(s) {bad}; choose from {SECTIONS}")
+    out = {}
+    if "dispatch" in only:
+        r = out["dispatch"] = measure_dispatch(samples=5 if a.quick else 21)
+        print("\nport table dispatch, loopback ring port, 32-packet tx_burst + rx_burst")
+        print(f"  through rx_burst/tx_burst (port id):  {r['dispatch_ns_per_pkt']:6.2f} ns/packet")
+        print(f"  driver kernels directly (queue block): {r['direct_ns_per_pkt']:6.2f} ns/packet")
+        lo, hi = r["ratio_p10_p90"]
+        print(f"  ratio {r['ratio']:.3f}x (p10-p90 of per-sample ratios {lo:.3f}-{hi:.3f}, "
+              f"{r['samples']} alternating samples)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
