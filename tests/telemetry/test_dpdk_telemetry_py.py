@@ -151,3 +151,14 @@ def test_interactive_on_a_terminal(app, prefix):
             os.kill(pid, 9)
             os.waitpid(pid, 0)
         os.close(fd)
+
+
+def test_runtime_directory_variable(tmp_path):
+    # EAL and the tool both take the base from $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=)
+    with Telemetry("svc", runtime_dir=str(tmp_path)) as t:
+        assert t.path == str(tmp_path / "dpdk" / "svc" / "dpdk_telemetry.v2")
+        env = dict(os.environ, RUNTIME_DIRECTORY=str(tmp_path))
+        r = subprocess.run(["python3", TOOL, "-f", "svc"], input="/info\n", env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["/info"]["pid"] == os.getpid()

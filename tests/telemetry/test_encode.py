@@ -28,8 +28,9 @@ def test_exact_bytes_of_each_kind():
 
 
 def test_numbers_int_and_u64_range():
-    assert enc({"a": -(1 << 31), "b": (1 << 64) - 1, "c": True, "d": np.uint64(7)}) \
-        == b'{"/t":{"a":-2147483648,"b":18446744073709551615,"c":1,"d":7}}'
+    assert enc({"a": -(1 << 31), "b": (1 << 64) - 1, "c": True, "d": np.uint64(7),
+                "e": np.False_, "f": np.array([3, 4], np.int64)}) \
+        == b'{"/t":{"a":-2147483648,"b":18446744073709551615,"c":1,"d":7,"e":0,"f":[3,4]}}'
     for bad in (-(1 << 31) - 1, 1 << 64):
         with pytest.raises(Unencodable):
             enc({"a": bad})

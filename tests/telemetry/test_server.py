@@ -315,3 +315,30 @@ def test_default_prefix_is_rte():
     import inspect
     assert inspect.signature(Telemetry).parameters["file_prefix"].default == "rte"
 
+
+
+def test_runtime_base_follows_eal(monkeypatch):
+    from pktbuf.api.telemetry import runtime as RT
+    monkeypatch.setenv("RUNTIME_DIRECTORY", "/run/svc")
+    assert RT.runtime_base() == "/run/svc"
+    monkeypatch.delenv("RUNTIME_DIRECTORY")
+    monkeypatch.setattr(RT.os, "getuid", lambda: 0)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    assert RT.runtime_base() == "/var/run"                 # root ignores XDG_RUNTIME_DIR
+    monkeypatch.setattr(RT.os, "getuid", lambda: 1000)
+    assert RT.runtime_base() == "/run/user/1000"
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    assert RT.runtime_base() == "/tmp"
+    assert RT.runtime_dir("app") == "/tmp/dpdk/app"
+
+
+def test_handlers_never_wait_for_the_domain_lock(prefix, domain):
+    # pool creation and closing hold the domain's lock; telemetry must answer meanwhile
+    from pktbuf import PktmbufPool
+    pool = PktmbufPool(64, 8, domain=domain, name="held")
+    with Telemetry(prefix, domain=domain) as t, Client(t.path, timeout=20) as c:
+        t.add_mempool(pool)
+        with domain._lock:
+            assert c.query("/pktbuf/domain")["/pktbuf/domain"]["pool_count"] == 1
+            assert c.query("/mempool/info,held")["/mempool/info"]["size"] == 64
+    pool.close()

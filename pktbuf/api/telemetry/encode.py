@@ -76,6 +76,8 @@ def escape(b: bytes) -> bytes:
 
 
 def _number(v) -> bytes:
+    if isinstance(v, (bool, np.bool_)):
+        return b"1" if v else b"0"
     if isinstance(v, (float, np.floating, str, bytes)):
         raise Unencodable(f"{type(v).__name__} is not a telemetry number")
     try:
@@ -88,7 +90,7 @@ def _number(v) -> bytes:
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, np.integer))       # bool is an int: flags are 0/1
+    return isinstance(v, (int, np.integer, np.bool_))     # bools too: flags are 0/1
 
 
 def _is_container(v) -> bool:

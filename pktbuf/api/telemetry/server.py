@@ -19,6 +19,7 @@ import os
 import select
 import socket
 import threading
+import time
 
 from ...errors import InvalidArgument
 from ..domain import Domain
@@ -36,6 +37,7 @@ log = logging.getLogger("pktbuf.telemetry")
 
 MAX_CLIENTS = 10                    # MAX_CONNECTIONS
 REQUEST_MAX = 1023                  # the server's read buffer, less the NUL
+CLOSE_TIMEOUT = 5.0                 # seconds close() waits for the threads
 _CMD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/")
 
 HELP = {
@@ -103,13 +105,19 @@ class Telemetry:
         self._register_builtins()
         RT.create_runtime_dir(self.runtime_dir)
         self._sock, self.path, self.instance = RT.bind(self.runtime_dir)
-        st = os.lstat(self.path)
-        self._ident = (st.st_dev, st.st_ino)
-        self._pid = os.getpid()
-        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            st = os.lstat(self.path)
+            self._ident = (st.st_dev, st.st_ino)
+            self._pid = os.getpid()
+            self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
+            self._listener = threading.Thread(target=self._listen, name="telemetry-v2",
+                                              daemon=True)
+            self._listener.start()
+        except BaseException:
+            self._sock.close()
+            os.unlink(self.path)
+            raise
         self._closed = False
-        self._listener = threading.Thread(target=self._listen, name="telemetry-v2", daemon=True)
-        self._listener.start()
         atexit.register(self.close)
 
     # -- commands ----------------------------------------------------------------------------
@@ -356,10 +364,11 @@ class Telemetry:
                     pass
         atexit.unregister(self.close)
         mine = os.getpid() == self._pid
+        deadline = time.monotonic() + CLOSE_TIMEOUT
         if mine:
             os.write(self._wake_w, b"x")
             if threading.current_thread() is not self._listener:
-                self._listener.join(10)
+                self._listener.join(CLOSE_TIMEOUT)
         self._sock.close()
         if mine and RT.same_file(self.path, self._ident):
             try:
@@ -368,10 +377,10 @@ class Telemetry:
                 pass
         for fd in (self._wake_r, self._wake_w):
             os.close(fd)
-        if mine:
+        if mine:                            # a handler still running is left to finish
             for t in clients.values():
                 if t is not threading.current_thread():
-                    t.join(10)
+                    t.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self):
         return self
