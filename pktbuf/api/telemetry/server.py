@@ -112,12 +112,13 @@ class Telemetry:
             self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
             self._listener = threading.Thread(target=self._listen, name="telemetry-v2",
                                               daemon=True)
+            self._closed = False            # before the first accept
             self._listener.start()
         except BaseException:
+            self._closed = True
             self._sock.close()
             os.unlink(self.path)
             raise
-        self._closed = False
         atexit.register(self.close)
 
     # -- commands ----------------------------------------------------------------------------
