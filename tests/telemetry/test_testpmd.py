@@ -6,14 +6,18 @@ In CI these tests must run: ``.ci/run`` installs dpdk; without it they fail ther
 """
 import json
 import os
+import signal
+import subprocess
 
 import pytest
 
 from pktbuf import PktmbufPool
 from pktbuf.apps import testpmd as T
+from pktbuf.api.telemetry.encode import reply
+from pktbuf.api.telemetry.runtime import runtime_dir
 from pktbuf.api.telemetry.server import Telemetry
 
-from .helpers import Client, StubPort, wait_for
+from .helpers import Client, StubPort, remove_prefix_dir, unique_prefix, wait_for
 
 if not T.available():
     if os.environ.get("CI"):
@@ -126,3 +130,41 @@ def test_a_second_instance_next_to_dpdk(dpdk):
         assert t.path == dpdk_path + ":1" and t.instance == 1
         assert dpdk.query("/info")["/info"]["version"].startswith("DPDK 22.11")
     assert os.path.exists(dpdk_path)
+
+
+def test_encoder_matches_dpdk_byte_for_byte_past_the_limit():
+    # /eal/params is EAL's argv as an array of strings: with 200 long arguments it is far over
+    # 16 KiB, so DPDK cuts each string to 127 bytes, escapes quotes, backslashes and tabs, drops
+    # other control characters and leaves out what does not fit.  pktbuf's encoder, given the
+    # same argv, must produce the same bytes.
+    prefix = unique_prefix("eal")
+    args = [f"--log-level=pktbuf{i:03d}" + "x" * (i % 150)
+            + ('"q\\b\t\x01' if i % 7 == 0 else "") + ":info" for i in range(200)]
+    argv = ["dpdk-testpmd", "--no-huge", "-m", "256", "--no-pci", f"--file-prefix={prefix}",
+            "--vdev", "net_null0"] + args
+    proc = subprocess.Popen(["timeout", "--kill-after=5", "120"] + argv
+                            + ["--", "-i", "--no-mlockall", "--total-num-mbufs=8192"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    path = os.path.join(runtime_dir(prefix), "dpdk_telemetry.v2")
+    try:
+        def ready():
+            try:
+                Client(path, timeout=5).close()
+                return True
+            except OSError:
+                return False
+        assert wait_for(lambda: proc.poll() is None and ready(), 60, 0.1)
+        with Client(path) as c:
+            got = c.raw(b"/eal/params")
+        want = reply(b"/eal/params", argv)
+        assert len(want) > 16000 and len(json.loads(want)["/eal/params"]) < len(argv)
+        assert got == want
+    finally:
+        proc.stdin.close()                 # EOF on its prompt: testpmd quits
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)    # its own session: timeout + testpmd
+            proc.wait()
+        remove_prefix_dir(runtime_dir(prefix))
