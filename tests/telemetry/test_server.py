@@ -342,3 +342,26 @@ def test_handlers_never_wait_for_the_domain_lock(prefix, domain):
             assert c.query("/pktbuf/domain")["/pktbuf/domain"]["pool_count"] == 1
             assert c.query("/mempool/info,held")["/mempool/info"]["size"] == 64
     pool.close()
+
+
+def test_any_request_gets_one_valid_reply(tel):
+    # whatever bytes a client sends, the reply is one JSON object with one key, within
+    # max_output_len, and the server keeps serving
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    tel.register("/app/echo", lambda p: {"p": p}, "Echo the params")
+    cmds = st.sampled_from([b"/", b"/info", b"/help", b"/ethdev/stats", b"/ethdev/info",
+                            b"/mempool/info", b"/app/echo", b"/pktbuf/domain", b""])
+
+    @settings(max_examples=300, deadline=None)
+    @given(cmds, st.binary(max_size=1200), st.booleans())
+    def check(cmd, tail, comma):
+        out = tel.handle(cmd + (b"," if comma else b"") + tail)
+        assert len(out) < 16384
+        v = json.loads(out)
+        assert isinstance(v, dict) and len(v) == 1
+
+    check()
+    with Client(tel.path) as c:
+        assert c.query("/app/echo,\x7fé")["/app/echo"]["p"] == "\x7fé"
