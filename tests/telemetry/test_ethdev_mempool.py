@@ -21,6 +21,9 @@ def ports(tel):
 def test_ethdev_list(tel, ports):
     with Client(tel.path) as c:
         assert c.raw(b"/ethdev/list") == b'{"/ethdev/list":[0,3]}'
+        assert c.raw(b"/pktbuf/ports") == (b'{"/pktbuf/ports":{"0":{"name":"net_stub0","driver":'
+                                           b'"net_stub"},"3":{"name":"net_af_packet3","driver":'
+                                           b'"net_af_packet"}}}')
         tel.remove_port(0)
         assert c.raw(b"/ethdev/list") == b'{"/ethdev/list":[3]}'
         assert c.raw(b"/ethdev/stats,0") == b'{"/ethdev/stats":null}'

@@ -1,4 +1,5 @@
-"""pktbuf's own commands, under ``/pktbuf/``: ``/pktbuf/version`` and ``/pktbuf/domain``.
+"""pktbuf's own commands, under ``/pktbuf/``: ``/pktbuf/version``, ``/pktbuf/domain`` and
+``/pktbuf/ports``.
 
 Replies follow DPDK's shapes (objects of numbers and strings, keys in ``[0-9A-Za-z_/]``) so
 Telegraf's dpdk input can collect them as ``additional_commands``.
@@ -17,6 +18,7 @@ HELP = {
                        "Takes no parameters",
     "/pktbuf/domain": "Returns the pool table of pktbuf's domain: per pool id its name, "
                       "size and counts. Takes no parameters",
+    "/pktbuf/ports": "Returns the ports: per port id its name and driver. Takes no parameters",
 }
 
 
@@ -55,3 +57,10 @@ def domain(dom) -> dict:
                 except Exception:     # closed between the check and the read
                     continue
     return {"pool_count": len(pools), "pools": pools}
+
+
+def ports(shown: dict) -> dict:
+    """``{"<port id>": {"name": .., "driver": ..}}`` for the ports shown, by id (the driver is
+    not part of DPDK 22.11's ``/ethdev/info``)."""
+    return {str(pid): {"name": str(p.name), "driver": str(getattr(p, "driver", ""))}
+            for pid, p in sorted(shown.items())}

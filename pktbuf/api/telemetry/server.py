@@ -167,6 +167,7 @@ class Telemetry:
             "/mempool/info": (self._mempool_info, MP.HELP["/mempool/info"]),
             "/pktbuf/version": (lambda params: C.version(), C.HELP["/pktbuf/version"]),
             "/pktbuf/domain": (self._pktbuf_domain, C.HELP["/pktbuf/domain"]),
+            "/pktbuf/ports": (self._pktbuf_ports, C.HELP["/pktbuf/ports"]),
         }
         for cmd, (fn, text) in builtins.items():
             self.register(cmd, fn, text)
@@ -203,6 +204,11 @@ class Telemetry:
     def _ethdev_list(self, params: str) -> list:
         with self._lock:
             return sorted(self._ports)
+
+    def _pktbuf_ports(self, params: str) -> dict:
+        with self._lock:
+            shown = dict(self._ports)
+        return C.ports(shown)
 
     def _with_port(self, fn, *, base0: bool = True):
         def handler(params: str):
