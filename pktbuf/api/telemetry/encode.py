@@ -55,7 +55,7 @@ class Unencodable(TypeError):
 
 
 def valid_name(name: str) -> bool:
-    """A dict key (or command character set) DPDK accepts: ``[0-9A-Za-z_/]*``."""
+    """A dict key DPDK accepts: ``[0-9A-Za-z_/]*`` (``valid_name`` in telemetry_data.c)."""
     return isinstance(name, str) and _NAME.match(name) is not None
 
 
