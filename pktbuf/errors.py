@@ -287,3 +287,15 @@ class ProtocolError(MemifError):
 class AddressInUse(PktbufError, OSError):
     """Shared memory cannot be mapped at the address it must have in this process."""
     code = E_BUSY
+
+
+# ---------------------------------------------------------------------------------------------
+# telemetry
+
+class TelemetryError(PktbufError):
+    """The telemetry socket cannot be set up (no runtime directory, a path too long for a unix
+    socket, every ``:N`` suffix taken); ``errno`` is the system's error number, if any."""
+
+    def __init__(self, msg: str = "", errno: int | None = None):
+        super().__init__(msg)
+        self.errno = errno
