@@ -25,6 +25,7 @@ _LAZY = {
     "Ring": "pktbuf.api.ring",
     "Memif": "pktbuf.api.memif",
     "Ports": "pktbuf.api.ethdev",
+    "Telemetry": "pktbuf.api.telemetry.server",
     "RingPort": "pktbuf.api.ring_port",
     "MemifPort": "pktbuf.api.memif_port",
     "parse_devargs": "pktbuf.api.devargs",

@@ -152,10 +152,7 @@ def _telemetry(a, fw):
     """Start the telemetry server if available (``--no-telemetry`` turns it off)."""
     if a.no_telemetry:
         return None
-    try:
-        from ..api.telemetry import Telemetry
-    except ImportError:
-        return None
+    from ..api.telemetry.server import Telemetry
     t = Telemetry(a.file_prefix)
     for p in fw.ports:
         t.add_port(p)

@@ -179,3 +179,39 @@ def test_cli_stops_on_ctrl_c_with_testpmd_summary():
     assert "Stopping (signal)" in out
     assert "Forward statistics for port 0" in out and "Accumulated forward statistics" in out
     assert "Done." in out and "not returned" not in out
+
+
+def test_cli_serves_telemetry_to_dpdk_telemetry_py():
+    """A running ``pktbuf fwd`` answers the real dpdk-telemetry.py at its --file-prefix."""
+    import shutil
+    tool = shutil.which("dpdk-telemetry.py")
+    if tool is None:
+        if os.environ.get("CI"):
+            pytest.fail("dpdk-telemetry.py is not installed (apt-get install dpdk-dev)",
+                        pytrace=False)
+        pytest.skip("dpdk-telemetry.py is not installed")
+    prefix = f"pktbuf_fwdtel{os.getpid()}"
+    p = _cli(["--vdev", "net_ring0", "--vdev", "net_ring1", "--forward-mode", "txonly",
+              "--file-prefix", prefix, "--json"])
+    try:
+        assert json.loads(p.stdout.readline())["event"] == "start"
+        cmds = ["/ethdev/list", "/ethdev/stats,1", "/ethdev/info,0", "/mempool/list",
+                "/ethdev/link_status,0"]
+        r = subprocess.run(["python3", tool, "-f", prefix], input="\n".join(cmds) + "\n",
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        got = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+        assert got[0] == {"/ethdev/list": [0, 1]}
+        assert got[1]["/ethdev/stats"]["opackets"] > 0
+        assert got[2]["/ethdev/info"]["name"] == "net_ring0"
+        assert got[3]["/mempool/list"] == ["fwd"]
+        assert got[4]["/ethdev/link_status"]["status"] == "UP"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert json.loads(out.splitlines()[-1])["mbufs_in_use_at_close"] == 0
+    assert not os.path.exists(f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2")
+    shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
