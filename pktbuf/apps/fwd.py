@@ -28,8 +28,8 @@ import time
 import numpy as np
 
 from ..ethdev.layout import MAX_PORTS
-from .fwd_loop import (F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS, MAX_BURST,
-                       MODES, R_ALL_EOF, fwd_loop)
+from .fwd_loop import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS,
+                       MAX_BURST, MODES, R_ALL_EOF, fwd_loop)
 from .fwd_stats import emit_json, emit_text, fwd_stats_text, nic_stats_text, rates
 from .txonly import MIN_PKT_LEN, udp_headers
 
@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--eth-peer", action="append", default=[], metavar="N,MAC")
     ap.add_argument("--file-prefix", default="rte", help="telemetry socket directory name")
     ap.add_argument("--no-telemetry", action="store_true")
+    ap.add_argument("--record-core-cycles", action="store_true",
+                    help="count the TSC cycles of busy iterations (testpmd's option)")
     return ap
 
 
@@ -73,7 +75,7 @@ class Forwarder:
     """
 
     def __init__(self, vdevs, mode="io", *, burst=32, txpkts=64, nb_mbufs=16384,
-                 mbuf_size=2176, peers=None):
+                 mbuf_size=2176, peers=None, record_cycles=False):
         from ..api.ethdev import Ports
         from ..api.pools import PktmbufPool
         from ..errors import InvalidArgument
@@ -85,6 +87,7 @@ class Forwarder:
             raise InvalidArgument(f"txpkts must be in {MIN_PKT_LEN}..{mbuf_size - 128}")
         self.mode = mode
         self.burst = burst
+        self.record_cycles = bool(record_cycles)
         self.pool = PktmbufPool(nb_mbufs, 250, data_room=mbuf_size, name="fwd")
         self.ports = Ports(self.pool)
         try:
@@ -118,14 +121,14 @@ class Forwarder:
         """Compile (or load) the loop: one call over no streams."""
         fwd_loop(self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
                  self.burst, self.macs, self.peers, self.hdrs, self.txpkts, 0, self.cnt,
-                 self.scratch)
+                 self.scratch, self.record_cycles)
 
     def run_slice(self, seconds: float) -> int:
         """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended."""
         return int(fwd_loop(self.ports.state, 0, self.pool.id, self.streams,
                             MODES.index(self.mode), self.burst, self.macs, self.peers,
                             self.hdrs, self.txpkts, time.monotonic_ns() + int(seconds * 1e9),
-                            self.cnt, self.scratch))
+                            self.cnt, self.scratch, self.record_cycles))
 
     def rows(self) -> list[dict]:
         out = []
@@ -136,7 +139,7 @@ class Forwarder:
                         "rx": int(c[F_RX]), "rx_dropped": int(s["imissed"]),
                         "rx_bytes": int(c[F_RX_BYTES]), "tx": int(c[F_TX]),
                         "tx_dropped": int(c[F_TX_DROP]), "tx_bytes": int(c[F_TX_BYTES]),
-                        "stats": s})
+                        "busy_cycles": int(c[F_BUSY_CYCLES]), "stats": s})
         return out
 
     def close(self) -> int:
@@ -146,6 +149,18 @@ class Forwarder:
         in_use = int(self.pool.in_use_count)
         self.pool.close(force=True)
         return in_use
+
+
+def tsc_hz() -> float:
+    """TSC ticks per second, measured against the monotonic clock over 50 ms."""
+    c0, t0 = _tsc(), time.perf_counter()
+    time.sleep(0.05)
+    return (_tsc() - c0) / (time.perf_counter() - t0)
+
+
+def _tsc() -> int:
+    from .fwd_loop import tsc_now
+    return int(tsc_now())
 
 
 def _telemetry(a, fw):
@@ -170,7 +185,8 @@ def main(argv=None) -> int:
         return 2
     try:
         fw = Forwarder(a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts,
-                       nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers)
+                       nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
+                       record_cycles=a.record_core_cycles)
     except (PktbufError, OSError) as e:
         print(f"pktbuf fwd: {e}", file=sys.stderr)
         return 1
@@ -230,14 +246,25 @@ def main(argv=None) -> int:
         if tel is not None:
             tel.close()
         in_use = fw.close()
+    cycles = None
+    if a.record_core_cycles:
+        busy = sum(r["busy_cycles"] for r in rows)
+        pkts = sum(r["tx" if a.forward_mode == "txonly" else "rx"] for r in rows)
+        cycles = {"busy_cycles": busy, "packets": pkts, "tsc_hz": tsc_hz(),
+                  "cycles_per_packet": busy / pkts if pkts else 0.0}
     if a.json:
         acc = {k: sum(r[k] for r in rows) for k in ("rx", "rx_dropped", "tx", "tx_dropped")}
         emit_json({"event": "summary", "mode": a.forward_mode, "stopped_by": stop["why"],
                    "seconds": round(elapsed, 3), "ports": rows, "accumulated": acc,
-                   "mbufs_in_use_at_close": in_use})
+                   "core_cycles": cycles, "mbufs_in_use_at_close": in_use})
     else:
         emit_text(f"\nStopping ({stop['why']}) after {elapsed:.1f} s...")
         emit_text(fwd_stats_text(rows))
+        if cycles is not None:
+            what = "TX" if a.forward_mode == "txonly" else "RX"
+            emit_text(f"\n  CPU cycles/packet={cycles['cycles_per_packet']:.2f} (busy cycles="
+                      f"{cycles['busy_cycles']} / total {what} packets={cycles['packets']}) at "
+                      f"{int(cycles['tsc_hz'] / 1e6)} MHz Clock")
         emit_text("\nDone." + ("" if in_use == 0 else f"  {in_use} mbufs were not returned!"))
     return 0 if in_use == 0 else 1
 

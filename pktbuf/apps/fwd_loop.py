@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
+from ..atomics import tsc_read
 from ..ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst
 from ..idle import IDLE_SLEEP_MAX_US, idle_backoff, now_ns
 from ..mbuf.free import pktmbuf_free_bulk
@@ -34,6 +35,7 @@ F_TX = 1            # packets the Tx queue took
 F_TX_DROP = 2       # packets it did not take (freed)
 F_RX_BYTES = 3
 F_TX_BYTES = 4
+F_BUSY_CYCLES = 5   # --record-core-cycles: TSC cycles of the iterations that received packets
 F_WORDS = 8
 
 # what fwd_loop returns
@@ -58,14 +60,17 @@ def _rewrite(dom, h, mode, src, dst):
 
 @kernel
 def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
-             deadline_ns, cnt, pk):
+             deadline_ns, cnt, pk, record_cycles):
     """Forward until ``deadline_ns`` (``time.monotonic_ns`` clock) or, unless generating,
     until every stream's Rx port is at its end.
 
     ``streams``: int64[S, 2] (Rx port, Tx port); ``macs``/``peers``: uint8[ports, 6], each
     port's MAC and its peer's; ``hdrs``: uint8[ports, 42], the txonly headers per Tx port;
     ``pid``: the pool txonly allocates from; ``cnt``: int64[ports, F_WORDS]; ``pk``: an int32
-    scratch array of at least ``burst``.
+    scratch array of at least ``burst``.  ``record_cycles``: add the TSC cycles of every
+    stream iteration that received (or, txonly, sent) packets to ``cnt[rx port,
+    F_BUSY_CYCLES]`` -- from before the Rx burst to after the Tx burst, as testpmd's
+    ``--record-core-cycles`` counts them.
     """
     dom = eth_domain(eth)
     mb = dom.mb
@@ -78,6 +83,7 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
         for s in range(ns):
             rxp = streams[s, 0]
             txp = streams[s, 1]
+            t0 = tsc_read() if record_cycles else 0
             if mode == M_TXONLY:
                 if txonly_alloc_burst(dom, pid, lcore, pk, burst, hdrs[txp], pkt_len) != 0:
                     continue
@@ -94,6 +100,8 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
                 if mode == M_RXONLY:
                     pktmbuf_free_bulk(dom, lcore, pk, n)
                     work += n
+                    if record_cycles:
+                        cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
                     continue
                 if mode == M_MAC or mode == M_MACSWAP:
                     for i in range(n):
@@ -110,6 +118,8 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
                 cnt[txp, F_TX_DROP] += n - k
             cnt[txp, F_TX] += k
             cnt[txp, F_TX_BYTES] += txbytes
+            if record_cycles:
+                cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
         if work == 0:
             if mode != M_TXONLY:
                 done = True
@@ -125,3 +135,9 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
             idle = 0
         if now_ns() >= deadline_ns:
             return R_DEADLINE
+
+
+@kernel
+def tsc_now():
+    """The TSC now (for calibrating --record-core-cycles' cycles against seconds)."""
+    return tsc_read()

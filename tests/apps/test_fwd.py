@@ -215,3 +215,22 @@ def test_cli_serves_telemetry_to_dpdk_telemetry_py():
     assert json.loads(out.splitlines()[-1])["mbufs_in_use_at_close"] == 0
     assert not os.path.exists(f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2")
     shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+
+
+def test_record_core_cycles_counts_busy_iterations_only():
+    rx, tx = pktbuf.Ring(4096), pktbuf.Ring(1024)
+    for record in (False, True):
+        fw = Forwarder([wired(rx, tx)], "rxonly", nb_mbufs=4096, record_cycles=record)
+        try:
+            run(fw, 5)                                  # idle: nothing counted
+            assert fw.rows()[0]["busy_cycles"] == 0
+            inject(fw, rx, frames(2000))
+            run(fw, 5)
+            row = fw.rows()[0]
+            assert row["rx"] == 2000
+            if record:
+                assert 0 < row["busy_cycles"] / row["rx"] < 1e6
+            else:
+                assert row["busy_cycles"] == 0
+        finally:
+            assert fw.close() == 0
