@@ -51,6 +51,8 @@ from .mempool.kernels import (mempool_avail_count, mempool_cache_flush, mempool_
 from .lcore import LCORE_ANY, MAX_LCORE  # noqa: F401
 from .memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noqa: F401
 from .memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
+from .pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error  # noqa: F401
+from .pcap.tx import pcap_tx_burst, pcap_tx_flush  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
 from .heap.audit import heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
 from .heap.kernels import (heap_calloc, heap_free, heap_malloc, heap_realloc,  # noqa: F401

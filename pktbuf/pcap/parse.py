@@ -194,13 +194,19 @@ def parse_idb(q, w, o, blen, swap):
 
 @kernel(inline="always")
 def ticks_to_ns(row, t):
-    """An interface's timestamp ``t`` (units of its if_tsresol, plus if_tsoffset) in ns."""
+    """An interface's timestamp ``t`` -- an unsigned 64-bit count of its if_tsresol units, in
+    an int64 -- plus its if_tsoffset, in ns."""
     e = row[IF_SHIFT]
+    u = np.uint64(t)
     if e < 0:
-        ns = t * row[IF_MUL] // row[IF_DIV]
+        if t >= 0:
+            ns = t * row[IF_MUL] // row[IF_DIV]
+        else:                       # 2**63 ticks or more: a fine decimal resolution
+            ns = np.int64(u // np.uint64(row[IF_DIV])) * row[IF_MUL]
     else:
-        sec = t >> e
-        frac = t & ((np.int64(1) << e) - 1)
+        ue = np.uint64(e)
+        sec = np.int64(u >> ue)
+        frac = np.int64(u & ((np.uint64(1) << ue) - np.uint64(1)))
         if e > 30:                  # keep frac * NS within 64 bits
             frac >>= e - 30
             e = np.int64(30)
@@ -301,7 +307,7 @@ def parse_pcapng(q, n, cap):
                 if first:
                     queue_fail(q, V_CAPLEN, cur, caplen)
                 break
-            data = o + SPB_LEN
+            data = o + 12
             ts = np.int64(-1)                   # an SPB has no timestamp
         else:
             if blen < EPB_LEN:
