@@ -156,6 +156,9 @@ def read_pcapng(data):
                     raise Malformed("option")
                 val = body[p + 4:p + 4 + ln]
                 if code == 9:
+                    # pktbuf's limit: resolutions finer than 10**-18 s (2**-63 s) are refused
+                    if ln != 1 or (val[0] < 0x80 and val[0] > 18):
+                        raise Malformed("if_tsresol")
                     res = val[0]
                 elif code == 14:
                     tsoff = struct.unpack(e + "q", val)[0]
