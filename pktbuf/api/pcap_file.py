@@ -57,7 +57,11 @@ class PcapReader:
 
     def __iter__(self):
         for ts, frame, _ in self.records():
-            yield (0.0 if ts is None else ts / 1e9), frame
+            if ts is None:
+                yield 0.0, frame
+            else:
+                sec, frac = divmod(ts, F.NS)        # as dpkt: seconds + fraction
+                yield sec + frac / 1e9, frame
 
     def readpkts(self) -> list:
         return list(self)
