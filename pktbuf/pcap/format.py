@@ -49,13 +49,17 @@ MAX_TSRESOL_BIN = 63           # 2**-63 s
 NS = 1_000_000_000
 
 
+# The readers index with an unsigned offset: Numba then emits no negative-index wraparound
+# test per byte, and LLVM merges the byte loads (stores) into one 16/32-bit access (plus a
+# bswap when swapped).  The callers have checked the offsets against the buffer.
+
 @kernel(inline="always")
 def rd16(w, o, swap):
     """The 16-bit field at ``w[o:o+2]``; big-endian when ``swap`` (the file's order is not
-    ours), little-endian otherwise.  Byte loads that LLVM combines into one load (and a
-    ``bswap`` when swapped)."""
-    a = np.int64(w[o])
-    b = np.int64(w[o + 1])
+    ours), little-endian otherwise."""
+    u = np.uint64(o)
+    a = np.int64(w[u])
+    b = np.int64(w[u + np.uint64(1)])
     if swap:
         return (a << 8) | b
     return a | (b << 8)
@@ -64,10 +68,11 @@ def rd16(w, o, swap):
 @kernel(inline="always")
 def rd32(w, o, swap):
     """The unsigned 32-bit field at ``w[o:o+4]`` (see :func:`rd16`)."""
-    a = np.int64(w[o])
-    b = np.int64(w[o + 1])
-    c = np.int64(w[o + 2])
-    d = np.int64(w[o + 3])
+    u = np.uint64(o)
+    a = np.int64(w[u])
+    b = np.int64(w[u + np.uint64(1)])
+    c = np.int64(w[u + np.uint64(2)])
+    d = np.int64(w[u + np.uint64(3)])
     if swap:
         return (a << 24) | (b << 16) | (c << 8) | d
     return a | (b << 8) | (c << 16) | (d << 24)
@@ -76,10 +81,11 @@ def rd32(w, o, swap):
 @kernel(inline="always")
 def wr32(w, o, v):
     """Store ``v`` as a little-endian (our order) 32-bit field at ``w[o:o+4]``."""
-    w[o] = v & 0xFF
-    w[o + 1] = (v >> 8) & 0xFF
-    w[o + 2] = (v >> 16) & 0xFF
-    w[o + 3] = (v >> 24) & 0xFF
+    u = np.uint64(o)
+    w[u] = v & 0xFF
+    w[u + np.uint64(1)] = (v >> 8) & 0xFF
+    w[u + np.uint64(2)] = (v >> 16) & 0xFF
+    w[u + np.uint64(3)] = (v >> 24) & 0xFF
 
 
 @kernel(inline="always")

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..mbuf.raw import pktmbuf_alloc_bulk
-from ..rawmem import copy_in_bounds
+from .copy import copy_seg
 from .layout import (BURST_MAX, C_FORMAT, C_LOOP, C_POOL, C_PORT, C_SIZE, C_TS_FLAG, C_TS_WORD,
                      FMT_NONE, FMT_PCAP, S_CUR, S_ERR, S_IBYTES, S_IPACKETS, S_RX_NOMBUF,
                      S_WIN_ADDR, S_WIN_LEN)
@@ -69,7 +69,7 @@ def rx_fill(dom, q, lcore, out, npk, cap):
             m = mb[h]
             take = min(left, cap)
             ba = np.int64(m.buf_addr)
-            copy_in_bounds(ba + m.data_off, ba, np.int64(m.buf_len), src, wa, wl, take)
+            copy_seg(ba + m.data_off, ba, np.int64(m.buf_len), src, wa, wl, take)
             m.data_len = take
             src += take
             left -= take

@@ -26,8 +26,9 @@ import numpy as np
 from .._jit import kernel
 from ..mbuf.free import pktmbuf_free_bulk
 from ..mbuf.layout import NULL
-from ..rawmem import copy_in_bounds, fill_in_bounds
+from ..rawmem import fill_in_bounds
 from ._sys import realtime_ns, sys_errno, sys_write
+from .copy import copy_seg
 from .format import BT_EPB, EPB_LEN, NS, PCAP_REC_LEN, pad4, wr32
 from .layout import (T_FD, T_FLUSH_BURST, T_FORMAT, T_NANO, T_SNAPLEN, T_TS_FLAG, T_TS_WORD,
                      TFMT_DROP, TFMT_PCAP, TS_ERRNO, TS_FILL, TS_OBYTES, TS_OERRORS,
@@ -79,7 +80,7 @@ def _gather(mb, h, dst, base, size, caplen):
         m = mb[seg]
         take = min(np.int64(m.data_len), left)
         ba = np.int64(m.buf_addr)
-        copy_in_bounds(dst, base, size, ba + m.data_off, ba, np.int64(m.buf_len), take)
+        copy_seg(dst, base, size, ba + m.data_off, ba, np.int64(m.buf_len), take)
         dst += take
         left -= take
         seg = np.int64(m.next)
