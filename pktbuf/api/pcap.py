@@ -454,7 +454,13 @@ class PcapPort:
                                int(q.st[L.S_ERR_OFF]))
 
     def rx_eof(self, qid: int = 0) -> bool:
-        """True once Rx queue ``qid`` can never deliver again (see :func:`pcap_rx_eof`)."""
+        """True once Rx queue ``qid`` can never deliver again: its file is read to the end
+        (not looping), or it is a null queue.  A queue that a format error stopped raises
+        that PcapFormatError here (so ``while not port.rx_eof()`` never ends silently at a
+        broken record); the kernel :func:`pcap_rx_eof` just returns True."""
+        err = self.rx_format_error(qid)
+        if err is not None:
+            raise err
         return bool(pcap_rx_eof(self.rx_queue(qid)))
 
     def rx_burst(self, n: int = 32, qid: int = 0, *, out: np.ndarray | None = None,

@@ -6,6 +6,7 @@ import pytest
 
 import pktbuf
 from pktbuf import PcapFormatError, PcapPort, PcapReader
+from pktbuf.kernels import pcap_rx_eof
 
 from . import naive
 from .helpers import frames, read_port
@@ -77,9 +78,11 @@ def test_port_raises_after_valid_packets(pool, tmp_path, case):
                 pool.free_bulk(hs)
         assert got == FR[:n_ok]
         assert ei.value.offset is not None and 0 <= ei.value.offset < len(data)
-        assert port.rx_eof() and port.stats()["ierrors"] == 1
+        assert pcap_rx_eof(port.rx_queue(0)) and port.stats()["ierrors"] == 1
         with pytest.raises(PcapFormatError):                # and it stays failed
             port.rx_burst(32)
+        with pytest.raises(PcapFormatError, match=msg):     # a loop on rx_eof() sees it too
+            port.rx_eof()
     assert pool.avail_count == avail
     with pytest.raises(naive.Malformed):
         naive.read_any(data)
