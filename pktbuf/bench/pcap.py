@@ -29,7 +29,7 @@ from ..mbuf.raw import pktmbuf_alloc_bulk
 from ..pcap.rx import pcap_rx_burst, pcap_rx_eof
 from ..pcap.tx import pcap_tx_burst
 
-__all__ = ["compare", "pktbuf_read", "pktbuf_write"]
+__all__ = ["compare", "pktbuf_read", "pktbuf_write", "testpmd_rates"]
 
 
 @kernel
@@ -126,6 +126,67 @@ def compare(n: int = 200_000, size: int = 64, repeat: int = 5, burst: int = 32,
     return med
 
 
+def testpmd_rates(n: int = 2_000_000, size: int = 64, dir: str | None = None,
+                  seconds: float = 1.0) -> dict:
+    """DPDK 22.11 ``net_pcap`` in ``dpdk-testpmd``, one lcore forwarding, no hugepages:
+
+    * ``testpmd_read``: ``--forward-mode=rxonly`` over an ``rx_pcap`` file of ``n`` frames
+      (written by pktbuf, µs pcap): packets over the time from ``start`` until its RX-packets
+      reached ``n`` (polled: a few % of resolution at a second's run);
+    * ``testpmd_write``: ``--forward-mode=txonly`` (``size``-byte frames) into a ``tx_pcap``
+      file: its Tx-pps over ``seconds``.
+
+    In Mpps.  Returns {} when testpmd is not installed."""
+    from ..apps import testpmd as T
+    from ..api.pools import PktmbufPool
+    if not T.available():
+        return {}
+    d = tempfile.mkdtemp(prefix="pktbuf-bench-pcap-", dir=dir)
+    src = os.path.join(d, "in.pcap")
+    out = os.path.join(d, "out.pcap")
+    pool = PktmbufPool(8192, cache_size=256, name="bench-pcap-tp")
+    res = {}
+    try:
+        pktbuf_write(pool, src, n, size)
+        tp = T.Testpmd(vdevs=[f"net_pcap0,rx_pcap={src}"], fwd="rxonly", lifetime=300)
+        try:
+            tp.start()
+            tp.wait_log(r"testpmd> ", 60)
+            tp.cmd("start")
+            t0 = time.perf_counter()
+            got = 0
+            while time.perf_counter() - t0 < 120:
+                got = tp.port_stats().get("rx_packets", 0)
+                if got >= n:
+                    break
+            res["testpmd_read"] = got / (time.perf_counter() - t0) / 1e6
+        finally:
+            tp.cleanup()
+        tp = T.Testpmd(vdevs=[f"net_pcap0,tx_pcap={out}"], fwd="txonly", lifetime=300,
+                       app_extra=[f"--txpkts={size}"])
+        try:
+            tp.start()
+            tp.wait_log(r"testpmd> ", 60)
+            tp.cmd("start")
+            time.sleep(0.2)
+            tp.port_stats()
+            time.sleep(seconds)
+            res["testpmd_write"] = tp.port_stats().get("tx_pps", 0) / 1e6
+        finally:
+            tp.cleanup()
+    finally:
+        pool.close(force=True)
+        for p in (src, out):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        os.rmdir(d)
+    return res
+
+
 if __name__ == "__main__":
-    for k, v in compare().items():
+    r = compare()
+    r.update(testpmd_rates())
+    for k, v in r.items():
         print(f"{k:14s} {v:.2f}" if isinstance(v, float) else f"{k:14s} {v}")
