@@ -71,7 +71,7 @@ FORMAT_ERRORS = {
                "described",
     L.V_LINKTYPE: "a pcapng interface whose link type is not Ethernet (1)",
     L.V_TOO_MANY_IFACES: f"more than {L.MAX_IFACES} pcapng interfaces in one section",
-    L.V_OPTION: "a pcapng option runs past its block, or a bad if_tsresol/if_tsoffset",
+    L.V_OPTION: "a pcapng option runs past its block, or a bad if_tsresol or if_tsoffset",
     L.V_MMAP: "the file could not be mapped",
     L.V_EMPTY_LOOP: "infinite_rx over a file that holds no packet",
 }

@@ -209,6 +209,8 @@ class PcapReader:
                 if ln != 8:
                     raise PcapFormatError("bad if_tsoffset", self.name, off)
                 tsoff = struct.unpack(o + "q", val)[0]
+                if abs(tsoff) > F.MAX_TSOFFSET:
+                    raise PcapFormatError("bad if_tsoffset", self.name, off)
             p += 4 + ln + (-ln % 4)
         return res, snaplen, tsoff
 
@@ -219,7 +221,8 @@ class PcapReader:
             ns = t * 10 ** (9 - e) if e <= 9 else t // 10 ** (e - 9)
         else:
             ns = (t >> e) * F.NS + (((t & ((1 << e) - 1)) * F.NS) >> e)
-        return ns + tsoff * F.NS
+        ns += tsoff * F.NS
+        return ns if 0 <= ns < 1 << 63 else None       # as the kernels: no timestamp
 
     def close(self) -> None:
         if self._own and not self._f.closed:

@@ -45,6 +45,7 @@ MAX_BLOCK = 1 << 20            # the longest block we accept: an EPB of MAX_SNAP
                                # 768 KiB of options (libpcap: 16 MiB; SHBs at most 1 MiB)
 MAX_TSRESOL_DEC = 18           # 10**-18 s: the finest decimal resolution we convert
 MAX_TSRESOL_BIN = 63           # 2**-63 s
+MAX_TSOFFSET = 1 << 32         # if_tsoffset beyond +-2**32 s (136 years) is refused
 
 NS = 1_000_000_000
 

@@ -19,8 +19,8 @@ import numpy as np
 
 from .._jit import kernel
 from .format import (BT_EPB, BT_IDB, BT_PB, BT_SHB, BT_SPB, BYTE_ORDER_MAGIC, EPB_LEN, IDB_LEN,
-                     LINKTYPE_ETHERNET, MAX_BLOCK, MAX_SNAPLEN, MAX_TSRESOL_BIN, MAX_TSRESOL_DEC,
-                     NS, OPT_ENDOFOPT, OPT_IF_TSOFFSET, OPT_IF_TSRESOL, PCAP_REC_LEN, SHB_LEN,
+                     LINKTYPE_ETHERNET, MAX_BLOCK, MAX_SNAPLEN, MAX_TSOFFSET, MAX_TSRESOL_BIN,
+                     MAX_TSRESOL_DEC, NS, OPT_ENDOFOPT, OPT_IF_TSOFFSET, OPT_IF_TSRESOL, PCAP_REC_LEN, SHB_LEN,
                      SPB_LEN, pad4, rd16, rd32)
 from .layout import (C_LOOP, C_NANO, C_SIZE, C_SNAPLIMIT, C_START, C_STRICT, C_SWAP, IF_DIV,
                      IF_LINKTYPE, IF_MUL, IF_OFFSET, IF_SHIFT, IF_SNAPLEN, MAX_IFACES,
@@ -33,6 +33,7 @@ from .window import R_FAIL, R_OK, R_SHORT, R_STOP, queue_fail, reach, window
 __all__ = ["parse_pcap", "parse_pcapng"]
 
 BAD_BYTE_ORDER_MAGIC = 0x4D3C2B1A      # BYTE_ORDER_MAGIC read in the other order
+TS_MAX = (1 << 63) - 1
 
 
 @kernel(inline="always")
@@ -180,6 +181,8 @@ def parse_idb(q, w, o, blen, swap):
             a = rd32(w, p + 4, swap)
             b = rd32(w, p + 8, swap)
             tsoff = (a << 32) | b if swap else (b << 32) | a
+            if tsoff > MAX_TSOFFSET or tsoff < -MAX_TSOFFSET:
+                return V_OPTION, code
         p += 4 + pad4(ln)
     row = q.ifs[nif]
     row[IF_LINKTYPE] = linktype
@@ -195,23 +198,41 @@ def parse_idb(q, w, o, blen, swap):
 @kernel(inline="always")
 def ticks_to_ns(row, t):
     """An interface's timestamp ``t`` -- an unsigned 64-bit count of its if_tsresol units, in
-    an int64 -- plus its if_tsoffset, in ns."""
+    an int64 -- plus its if_tsoffset, in ns since the epoch; exact, or -1 (no timestamp) when
+    the result is not in ``[0, 2**63)``."""
     e = row[IF_SHIFT]
     u = np.uint64(t)
     if e < 0:
+        mul = row[IF_MUL]
         if t >= 0:
-            ns = t * row[IF_MUL] // row[IF_DIV]
-        else:                       # 2**63 ticks or more: a fine decimal resolution
-            ns = np.int64(u // np.uint64(row[IF_DIV])) * row[IF_MUL]
+            if t > TS_MAX // mul:
+                return np.int64(-1)
+            ns = t * mul // row[IF_DIV]
+        else:                       # 2**63 ticks or more: only a resolution finer than 1 ns
+            if row[IF_DIV] == 1:
+                return np.int64(-1)
+            ns = np.int64(u // np.uint64(row[IF_DIV]))
     else:
         ue = np.uint64(e)
         sec = np.int64(u >> ue)
+        if sec > TS_MAX // NS:
+            return np.int64(-1)
         frac = np.int64(u & ((np.uint64(1) << ue) - np.uint64(1)))
-        if e > 30:                  # keep frac * NS within 64 bits
-            frac >>= e - 30
-            e = np.int64(30)
-        ns = sec * NS + ((frac * NS) >> e)
-    return ns + row[IF_OFFSET] * NS
+        if e < 32:
+            fns = (frac * NS) >> e             # < 2**61
+        else:
+            # (frac * NS) >> e without 128 bits: frac = fh * 2**32 + fl, fl * NS = rh * 2**32 + rl;
+            # the low 32 bits (rl) cannot carry into the result when e >= 32
+            q = (frac >> 32) * NS + ((frac & 0xFFFFFFFF) * NS >> 32)
+            fns = q >> (e - 32)
+        ns = sec * NS + fns
+        if ns < 0:
+            return np.int64(-1)
+    off = row[IF_OFFSET]
+    if off > 0 and ns > TS_MAX - off * NS:
+        return np.int64(-1)
+    ns += off * NS
+    return ns if ns >= 0 else np.int64(-1)
 
 
 @kernel
