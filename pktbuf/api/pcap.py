@@ -112,6 +112,22 @@ def _paths(v, key: str) -> list[str]:
     return out
 
 
+def _check_distinct(rx: list, tx: list) -> None:
+    """A Tx file is created or truncated: it must be none of the Rx files (a mapped file that
+    shrinks kills the reader with SIGBUS) and appear once."""
+    for i, t in enumerate(tx):
+        if t in tx[:i]:
+            raise InvalidArgument(f"tx_pcap {t!r} is given twice")
+        for r in rx:
+            try:
+                same = os.path.samefile(t, r)
+            except OSError:
+                same = os.path.abspath(t) == os.path.abspath(r)
+            if same:
+                raise InvalidArgument(f"tx_pcap {t!r} is also an rx_pcap file: writing would "
+                                      "truncate the file being replayed")
+
+
 def probe_header(path: str, head: bytes):
     """What the first bytes of a capture file say: ``("pcap", swap, nano, snaplen)`` or
     ``("pcapng", swap, True, 0)``; PcapFormatError if they are not a capture we read."""
@@ -219,6 +235,7 @@ class PcapPort:
             raise InvalidArgument("name must be a non-empty str")
         if tx_format is not None and tx_format not in ("pcap", "pcapng"):
             raise InvalidArgument(f"tx_format must be 'pcap' or 'pcapng', got {tx_format!r}")
+        _check_distinct(rx, tx)
         room = int(pool.data_room) - int(pool.headroom)
         if room < MIN_MBUF_ROOM:
             raise InvalidArgument(f"the pool's mbufs hold {room} bytes after the headroom; a "

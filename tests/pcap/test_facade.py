@@ -1,6 +1,7 @@
 """The PcapPort facade (devargs, counters, description) and the script classes PcapReader /
 PcapWriter against the plain model and dpkt."""
 import io
+import os
 
 import dpkt
 import numpy as np
@@ -169,3 +170,16 @@ def test_writer_arguments():
     w = PcapWriter(io.BytesIO())
     with pytest.raises(InvalidArgument, match="before 1970"):
         w.writepkt(b"x", -1.0)
+
+
+def test_tx_file_must_not_be_an_rx_file(pool, tmp_path, capfile):
+    """Writing would truncate the file being replayed (and kill the reader with SIGBUS)."""
+    data = open(capfile, "rb").read()
+    link = tmp_path / "link.pcap"
+    os.symlink(capfile, link)
+    for tx in (capfile, str(link)):
+        with pytest.raises(InvalidArgument, match="also an rx_pcap"):
+            PcapPort(pool, rx_pcap=capfile, tx_pcap=tx)
+    with pytest.raises(InvalidArgument, match="twice"):
+        PcapPort(pool, tx_pcap=[str(tmp_path / "a.pcap")] * 2)
+    assert open(capfile, "rb").read() == data
