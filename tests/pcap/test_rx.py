@@ -215,3 +215,40 @@ def test_user_njit_loop(pool, tmp_path):
     with PcapPort(pool, rx_pcap=str(p)) as port:
         n, nbytes = _user_loop(pool.domain.state, port.rx_queue(0), np.empty(32, np.int32))
     assert (n, nbytes) == (len(fr), sum(map(len, fr)))
+
+
+def test_pcapng_small_window_and_loop_over_it(pool, tmp_path):
+    """A pcapng file four times the window, replayed twice with infinite_rx: the window
+    moves forward, then back to the start at the wrap, and the interfaces are read again."""
+    window = 2 << 20
+    fr = frames([1514, 60, 9000] * 700, seed=4)
+    data = (naive.shb() + naive.idb(tsresol=6) + naive.idb(tsresol=9)
+            + b"".join(naive.epb(i % 2, i, f) for i, f in enumerate(fr)))
+    assert len(data) > 3 * window
+    p = tmp_path / "w.pcapng"
+    p.write_bytes(data)
+    with PcapPort(pool, rx_pcap=str(p), window=window, infinite_rx=True) as port:
+        got = read_port(port, pool, burst=50, limit=2 * len(fr), with_ts=True)
+        q = port.rx_queue(0)
+        assert int(q.st[L.S_WRAPS]) == 1 and int(q.st[L.S_WIN_LEN]) <= window
+    assert [g[0] for g in got[:2 * len(fr)]] == fr + fr
+    assert [g[1] for g in got[:4]] == [0, 1, 2000, 3]
+
+
+def test_queues_in_threads(pool, tmp_path):
+    """Each queue of a port in its own thread (as DPDK lcores): the same packets each."""
+    import threading
+    fr = frames([64, 700, 3000] * 300, seed=6)
+    p = tmp_path / "t.pcap"
+    p.write_bytes(naive.write_pcap([(i, f) for i, f in enumerate(fr)]))
+    res = {}
+    with PcapPort(pool, rx_pcap=[str(p)] * 3) as port:
+        def run(qid):
+            with pktbuf.lcore.bind(10 + qid):
+                res[qid] = read_port(port, pool, qid)
+        ts = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert all(res[i] == fr for i in range(3))

@@ -6,7 +6,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from pktbuf import PcapPort
+from pktbuf import PcapPort, PcapReader
 
 from . import naive
 from .helpers import frames, make_packet, read_port, require_tool
@@ -85,12 +85,14 @@ def test_tshark_reads_ours(ours, kind):
     assert [c for _, _, c in fields] == want
 
 
-def _theirs_read_by_us(pool, path, fr, ts=None):
+def _theirs_read_by_us(pool, path, fr, ts):
+    """Through the port (kernels) and through PcapReader."""
     with PcapPort(pool, rx_pcap=str(path)) as port:
         got = read_port(port, pool, with_ts=True)
     assert [g[0] for g in got] == fr
-    if ts is not None:
-        assert [g[1] for g in got] == ts
+    assert [g[1] for g in got] == ts
+    with PcapReader(str(path)) as r:
+        assert [(f, t) for t, f, _ in r.records()] == list(zip(fr, ts))
 
 
 @pytest.mark.parametrize("prec", ["micro", "nano"])
