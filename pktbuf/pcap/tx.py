@@ -88,6 +88,15 @@ def _gather(mb, h, dst, base, size, caplen):
         fill_in_bounds(dst, base, size, 0, left)
 
 
+@kernel(inline="always")
+def _pcap_time(ts, nano):
+    """A classic pcap record's (seconds, fraction) of ``ts`` ns; the divisors are constants
+    in each branch, so both are multiplications."""
+    sec = ts // NS
+    r = ts - sec * NS
+    return sec, (r if nano else r // 1000)
+
+
 @kernel
 def pcap_tx_burst(dom, q, lcore, mbufs, n):
     """Write up to ``n`` packets of ``mbufs[:n]``; returns how many were taken (DPDK
@@ -112,10 +121,15 @@ def pcap_tx_burst(dom, q, lcore, mbufs, n):
         base = np.int64(buf.ctypes.data)
         size = np.int64(buf.size)
         snap = cfg[T_SNAPLEN]
-        fmul = 1 if cfg[T_NANO] != 0 else 1000
+        nano = cfg[T_NANO] != 0
         tsw = cfg[T_TS_WORD]
-        tsf = np.uint64(cfg[T_TS_FLAG])
+        tsf = np.uint64(cfg[T_TS_FLAG]) if tsw >= 0 else np.uint64(0)
         now = np.int64(-1)
+        # the fill level and counters live in locals: stores into the byte buffer may alias
+        # st[], which would otherwise be reloaded and stored around every record
+        o = st[TS_FILL]
+        recs = st[TS_RECS]
+        cut = 0
         for i in range(n):
             h = mbufs[i]
             m = mb[h]
@@ -125,18 +139,25 @@ def pcap_tx_burst(dom, q, lcore, mbufs, n):
                 rec = PCAP_REC_LEN + caplen
             else:
                 rec = EPB_LEN + pad4(caplen)
-            if st[TS_FILL] + rec > size and pcap_tx_flush(q) != 0:
-                break
-            if tsw >= 0 and tsf != 0 and (m.ol_flags & tsf) != 0:
+            if o + rec > size:
+                st[TS_FILL] = o
+                st[TS_RECS] = recs
+                if pcap_tx_flush(q) != 0:
+                    o = 0
+                    recs = 0
+                    break
+                o = 0
+                recs = 0
+            if (m.ol_flags & tsf) != 0:
                 ts = (np.int64(m.dynfield1[tsw + 1]) << 32) | np.int64(m.dynfield1[tsw])
             else:
                 if now < 0:
                     now = realtime_ns()
                 ts = now
-            o = st[TS_FILL]
             if fmt == TFMT_PCAP:
-                wr32(buf, o, ts // NS)
-                wr32(buf, o + 4, (ts % NS) // fmul)
+                sec, frac = _pcap_time(ts, nano)
+                wr32(buf, o, sec)
+                wr32(buf, o + 4, frac)
                 wr32(buf, o + 8, caplen)
                 wr32(buf, o + 12, plen)
                 _gather(mb, h, base + o + PCAP_REC_LEN, base, size, caplen)
@@ -154,11 +175,14 @@ def pcap_tx_burst(dom, q, lcore, mbufs, n):
                     fill_in_bounds(base + o + 28 + caplen, base, size, 0, pad)
                 wr32(buf, o + rec - 4, rec)
             if caplen < plen:
-                st[TS_TRUNCATED] += 1
-            st[TS_FILL] = o + rec
-            st[TS_RECS] += 1
+                cut += 1
+            o += rec
+            recs += 1
             nbytes += plen
             k += 1
+        st[TS_FILL] = o
+        st[TS_RECS] = recs
+        st[TS_TRUNCATED] += cut
         if cfg[T_FLUSH_BURST] != 0 and k > 0:
             pcap_tx_flush(q)
     if k > 0:
