@@ -20,7 +20,7 @@ import time
 
 from ..errors import InvalidArgument, PcapFormatError, check_count, check_flag
 from ..pcap import format as F
-from .pcap import pcap_file_header, pcapng_file_header, probe_header
+from ..pcap.header import pcap_file_header, pcapng_file_header, probe_header
 
 __all__ = ["PcapReader", "PcapWriter", "pcap_reader"]
 
