@@ -29,6 +29,10 @@ _LAZY = {
     "RingPort": "pktbuf.api.ring_port",
     "MemifPort": "pktbuf.api.memif_port",
     "parse_devargs": "pktbuf.api.devargs",
+    "PcapPort": "pktbuf.api.pcap",
+    "PcapReader": "pktbuf.api.pcap_file",
+    "PcapWriter": "pktbuf.api.pcap_file",
+    "pcap_reader": "pktbuf.api.pcap_file",
     "Heap": "pktbuf.api.heap",
     "PageArena": "pktbuf.api.pagepool",
     "PagePool": "pktbuf.api.pagepool",
@@ -42,13 +46,15 @@ _LAZY = {
 from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # noqa: E402
                      DynExists, DynNotFound, InvalidArgument, InvalidHandle, MemifDisconnected,
                      MemifError, MemifSocketError, NoRoom, OutOfMemory, OutOfRange, PktbufError,
-                     PoolExhausted, RefcntError, SanityCheckError)
+                     PcapError, PcapFormatError, PcapWriteError, PoolExhausted, RefcntError,
+                     SanityCheckError)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
                                 "RefcntError", "ChainTooLong", "SanityCheckError", "Busy",
                                 "MemifError", "MemifDisconnected", "MemifSocketError",
-                                "DynExists", "DynBusy", "DynNotFound"])
+                                "DynExists", "DynBusy", "DynNotFound",
+                                "PcapError", "PcapFormatError", "PcapWriteError"])
 
 
 def __getattr__(name):

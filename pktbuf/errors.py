@@ -299,3 +299,33 @@ class TelemetryError(PktbufError):
     def __init__(self, msg: str = "", errno: int | None = None):
         super().__init__(msg)
         self.errno = errno
+
+
+# ---------------------------------------------------------------------------------------------
+# pcap
+
+class PcapError(PktbufError):
+    """Base class of the errors of a capture file (pcap, pcapng) or a pcap port."""
+
+
+class PcapFormatError(PcapError, ValueError):
+    """A capture file breaks its format (bad magic, truncated record, bad block length,
+    unknown link type...).  ``path``: the file; ``offset``: where in it (or None); ``reason``:
+    what was wrong.  Every packet before the offending record was delivered."""
+
+    def __init__(self, reason: str, path=None, offset: int | None = None):
+        where = f"{path}: " if path is not None else ""
+        at = f" (at offset {offset})" if offset is not None else ""
+        super().__init__(f"{where}{reason}{at}")
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+
+
+class PcapWriteError(PcapError, OSError):
+    """Writing a capture file failed (disk full, I/O error); ``errno`` is the system's error
+    number.  The records that were buffered when it failed are lost (counted in ``oerrors``)."""
+
+    def __init__(self, msg: str = "", errno: int | None = None):
+        PcapError.__init__(self, msg)
+        self.errno = errno

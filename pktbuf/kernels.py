@@ -53,6 +53,8 @@ from .memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noq
 from .eth_ring.burst import eth_ring_rx_burst, eth_ring_tx_burst  # noqa: F401
 from .ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst  # noqa: F401
 from .memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
+from .pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error  # noqa: F401
+from .pcap.tx import pcap_tx_burst, pcap_tx_flush  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
 from .heap.audit import heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
 from .heap.kernels import (heap_calloc, heap_free, heap_malloc, heap_realloc,  # noqa: F401
