@@ -35,8 +35,9 @@ __all__ = ["Ports", "DRIVERS", "driver_of"]
 DRIVERS = {
     "net_memif": ("pktbuf.api.memif_port", "MemifPort"),
     "net_ring": ("pktbuf.api.ring_port", "RingPort"),
+    "net_pcap": ("pktbuf.api.pcap", "PcapPort"),
 }
-ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring"}
+ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring", "eth_pcap": "net_pcap"}
 
 
 def driver_of(name: str) -> str:

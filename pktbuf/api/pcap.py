@@ -28,6 +28,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..block import Block
+from ..ethdev.layout import K_PCAP
 from ..errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, DoubleFree, InvalidArgument,
                       InvalidHandle, PcapError, PcapFormatError, PcapWriteError, SanityCheckError,
                       check_count, check_flag, check_handles)
@@ -287,6 +288,8 @@ class PcapPort:
         each).  Interface arguments are refused: pcap ports never touch interfaces here."""
         if not isinstance(args, dict):
             raise InvalidArgument(f"args must be a dict, got {type(args).__name__}")
+        if hasattr(args, "getall"):       # a parsed device string: repeated keys as lists
+            args = {k: (lambda v: v[0] if len(v) == 1 else v)(args.getall(k)) for k in args}
         for k in args:
             if k in UNSUPPORTED_DEVARGS:
                 raise InvalidArgument(f"{name}: devarg {k!r} is not supported (pcap ports read "
@@ -307,6 +310,7 @@ class PcapPort:
 
     # -- description -----------------------------------------------------------------------------
     driver = DRIVER
+    kind = K_PCAP                 # its kind in the port table (pktbuf.Ports)
 
     @property
     def nb_rx_queues(self) -> int:

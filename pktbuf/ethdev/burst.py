@@ -22,7 +22,10 @@ from ..eth_ring.layout import ETH_RING_QUEUE  # noqa: F401  (block_at needs the 
 from ..mbuf.layout import MBUF_DTYPE  # noqa: F401
 from ..memif.datapath import memif_rx_burst, memif_tx_burst
 from ..memif.queue import MEMIF_QUEUE  # noqa: F401
-from .layout import H_DOM, K_MEMIF, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX
+from ..pcap.layout import PCAP_RXQ, PCAP_TXQ  # noqa: F401
+from ..pcap.rx import pcap_rx_burst, pcap_rx_eof
+from ..pcap.tx import pcap_tx_burst
+from .layout import H_DOM, K_MEMIF, K_PCAP, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX
 
 __all__ = ["rx_burst", "tx_burst", "rx_queue_eof", "eth_domain"]
 
@@ -53,6 +56,8 @@ def rx_burst(eth, port, queue, lcore, pkts, n):
         return memif_rx_burst(dom, block_at(addr, "memif_queue"), lcore, pkts, n)
     if kind == K_RING:
         return eth_ring_rx_burst(dom, block_at(addr, "eth_ring_queue"), lcore, pkts, n)
+    if kind == K_PCAP:
+        return pcap_rx_burst(dom, block_at(addr, "pcap_rxq"), lcore, pkts, n)
     return 0
 
 
@@ -65,6 +70,8 @@ def tx_burst(eth, port, queue, lcore, pkts, n):
         return memif_tx_burst(dom, block_at(addr, "memif_queue"), lcore, pkts, n)
     if kind == K_RING:
         return eth_ring_tx_burst(dom, block_at(addr, "eth_ring_queue"), lcore, pkts, n)
+    if kind == K_PCAP:
+        return pcap_tx_burst(dom, block_at(addr, "pcap_txq"), lcore, pkts, n)
     return 0
 
 
@@ -73,4 +80,6 @@ def rx_queue_eof(eth, port, queue):
     """True once ``port``'s Rx queue can never deliver again (a capture file at its end,
     without looping).  False for live ports and for ids that name no queue."""
     kind, addr = _queue(eth, eth.rxq, port, queue, P_NB_RX)
+    if kind == K_PCAP:
+        return pcap_rx_eof(block_at(addr, "pcap_rxq"))
     return False

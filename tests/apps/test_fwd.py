@@ -234,3 +234,24 @@ def test_record_core_cycles_counts_busy_iterations_only():
                 assert row["busy_cycles"] == 0
         finally:
             assert fw.close() == 0
+
+
+@pytest.mark.parametrize("two_ports", [False, True])
+def test_cli_replays_a_capture_until_its_end(tmp_path, two_ports):
+    """io forwarding from a capture file into another: stops by itself at the end of the
+    input, every frame written once, in order, byte for byte."""
+    src, dst = tmp_path / "in.pcap", tmp_path / "out.pcap"
+    a = frames(700)
+    with pktbuf.PcapWriter(str(src), nano=True) as w:
+        for i, f in enumerate(a):
+            w.writepkt_ns(f, 1_700_000_000_000_000_000 + 1000 * i)
+    vdevs = (["--vdev", f"net_pcap0,rx_pcap={src}", "--vdev", f"net_pcap1,tx_pcap={dst}"]
+             if two_ports else ["--vdev", f"net_pcap0,rx_pcap={src},tx_pcap={dst}"])
+    p = _cli(vdevs + ["--json", "--no-telemetry"])
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    s = json.loads(out.splitlines()[-1])
+    assert s["stopped_by"] == "eof" and s["mbufs_in_use_at_close"] == 0
+    assert s["accumulated"]["rx"] == s["accumulated"]["tx"] == len(a)
+    got = [(ts, f) for ts, f in pktbuf.PcapReader(str(dst))]
+    assert [f for _, f in got] == a
