@@ -21,8 +21,6 @@ from __future__ import annotations
 import importlib
 import threading
 
-import numpy as np
-
 from ..errors import InvalidArgument, check_count
 from ..ethdev.layout import (ETHDEV, H_DOM, K_NONE, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX,
                              P_NB_TX)

@@ -34,12 +34,9 @@ import numpy as np
 
 from .._jit import kernel
 from ..block import Block
-from ..errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, DoubleFree, InvalidArgument,
-                      InvalidHandle, MemifDisconnected, SanityCheckError, check_count,
-                      check_handles)
+from ..errors import E_NOMEM, InvalidArgument, MemifDisconnected, check_count, check_handles
 from ..lcore import facade_lcore
-from ..mbuf.check import (CHECK_REASONS, CHK_BAD_HANDLE, CHK_NULL, CHK_POOL, CHK_STATE,
-                          mbuf_check, pktmbuf_free_check)
+from ..mbuf.check import mbuf_check, pktmbuf_free_check
 from ..lcore import LCORE_ANY, MAX_LCORE
 from ..memif import layout as L
 from ..memif import proto as P
@@ -48,6 +45,7 @@ from ..memif.datapath import memif_rx_burst, memif_tx_burst
 from ..memif.device import MemifDevice, size_relation
 from ..memif.queue import PATH_NAMES, P_GENERAL, Q_EVENTFD
 from .pools import PktmbufPool
+from .port import raise_tx_check
 
 __all__ = ["Memif"]
 
@@ -382,22 +380,7 @@ class Memif:
             if not (kind == 2 and val == E_NOMEM):
                 break
             scratch = self._tls.scratch = np.empty(2 * scratch.size, np.int32)
-        if kind == 1:
-            why = CHECK_REASONS.get(int(val), f"check {val}")
-            if val in (CHK_NULL, CHK_BAD_HANDLE, CHK_POOL):
-                raise InvalidHandle(f"mbufs[{idx}] = {int(a[idx])}: {why}")
-            if val == CHK_STATE:
-                raise DoubleFree(f"mbufs[{idx}] = {int(a[idx])}: {why}")
-            raise SanityCheckError(f"mbufs[{idx}] = {int(a[idx])}: {why}")
-        if kind == 2:
-            if val == E_ALREADY:
-                raise DoubleFree("mbufs lists a packet (or segment) more often than it is "
-                                 "referenced")
-            if val == E_BADF:
-                raise InvalidHandle("mbufs holds a handle that is not a live mbuf")
-            if val == E_FAULT:
-                raise SanityCheckError("mbufs holds a corrupt packet")
-            raise InvalidArgument(f"mbufs cannot be sent ({val})")
+        raise_tx_check(kind, val, idx, a)
         return int(val)
 
     # -- life cycle ----------------------------------------------------------------------------

@@ -29,12 +29,10 @@ import numpy as np
 from .._jit import kernel
 from ..block import Block
 from ..ethdev.layout import K_PCAP
-from ..errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, DoubleFree, InvalidArgument,
-                      InvalidHandle, PcapError, PcapFormatError, PcapWriteError, SanityCheckError,
+from ..errors import (E_NOMEM, InvalidArgument, PcapError, PcapFormatError, PcapWriteError,
                       check_count, check_flag, check_handles)
 from ..lcore import check_lcore
-from ..mbuf.check import (CHECK_REASONS, CHK_BAD_HANDLE, CHK_NULL, CHK_POOL, CHK_STATE,
-                          mbuf_check, pktmbuf_free_check)
+from ..mbuf.check import mbuf_check, pktmbuf_free_check
 from ..mbuf.dynfield import DYN_START
 from ..pcap import format as F
 from ..pcap import layout as L
@@ -42,6 +40,7 @@ from ..pcap.header import pcap_file_header, pcapng_file_header, probe_header
 from ..pcap.rx import pcap_rx_burst, pcap_rx_close, pcap_rx_eof
 from ..pcap.tx import pcap_tx_burst, pcap_tx_flush
 from .pools import PktmbufPool
+from .port import raise_tx_check
 
 __all__ = ["PcapPort", "DEVARGS", "UNSUPPORTED_DEVARGS"]
 
@@ -474,22 +473,7 @@ class PcapPort:
             if not (kind == 2 and val == E_NOMEM):
                 break
             scratch = self._tls.scratch = np.empty(2 * scratch.size, np.int32)
-        if kind == 1:
-            why = CHECK_REASONS.get(int(val), f"check {val}")
-            if val in (CHK_NULL, CHK_BAD_HANDLE, CHK_POOL):
-                raise InvalidHandle(f"mbufs[{idx}] = {int(a[idx])}: {why}")
-            if val == CHK_STATE:
-                raise DoubleFree(f"mbufs[{idx}] = {int(a[idx])}: {why}")
-            raise SanityCheckError(f"mbufs[{idx}] = {int(a[idx])}: {why}")
-        if kind == 2:
-            if val == E_ALREADY:
-                raise DoubleFree("mbufs lists a packet (or segment) more often than it is "
-                                 "referenced")
-            if val == E_BADF:
-                raise InvalidHandle("mbufs holds a handle that is not a live mbuf")
-            if val == E_FAULT:
-                raise SanityCheckError("mbufs holds a corrupt packet")
-            raise InvalidArgument(f"mbufs cannot be sent ({val})")
+        raise_tx_check(kind, val, idx, a)
         return int(val)
 
     def _raise_write_error(self, qid: int) -> None:

@@ -43,17 +43,9 @@ def tx_check(dom, pk, n, scratch):
     return 0, np.int64(0), np.int64(0)
 
 
-def check_tx_packets(domain, mbufs) -> np.ndarray:
-    """The handles of a Python Tx burst as a fresh int32 array, each checked to be a live,
-    sane packet of ``domain`` held by the caller and listed once; raises ``InvalidHandle``,
-    ``DoubleFree`` or ``SanityCheckError`` otherwise (then nothing is sent)."""
-    a = np.array(domain.handles(mbufs, "mbufs"), np.int32)   # our own copy: the caller's
-    scratch = np.empty(max(64, 4 * a.size), np.int32)         # array stays untouched
-    while True:
-        kind, val, idx = tx_check(domain.state, a, a.size, scratch)
-        if not (kind == 2 and val == E_NOMEM):
-            break
-        scratch = np.empty(2 * scratch.size, np.int32)
+def raise_tx_check(kind: int, val: int, idx: int, a: np.ndarray) -> None:
+    """Raise what a ``(kind, val, idx)`` result of :func:`tx_check` (or of a facade's
+    check-then-send entry point built the same way) means; nothing for ``kind == 0``."""
     if kind == 1:
         why = CHECK_REASONS.get(int(val), f"check {val}")
         if val in (CHK_NULL, CHK_BAD_HANDLE, CHK_POOL):
@@ -69,6 +61,20 @@ def check_tx_packets(domain, mbufs) -> np.ndarray:
         if val == E_FAULT:
             raise SanityCheckError("mbufs holds a corrupt packet")
         raise InvalidArgument(f"mbufs cannot be sent ({val})")
+
+
+def check_tx_packets(domain, mbufs) -> np.ndarray:
+    """The handles of a Python Tx burst as a fresh int32 array, each checked to be a live,
+    sane packet of ``domain`` held by the caller and listed once; raises ``InvalidHandle``,
+    ``DoubleFree`` or ``SanityCheckError`` otherwise (then nothing is sent)."""
+    a = np.array(domain.handles(mbufs, "mbufs"), np.int32)   # our own copy: the caller's
+    scratch = np.empty(max(64, 4 * a.size), np.int32)         # array stays untouched
+    while True:
+        kind, val, idx = tx_check(domain.state, a, a.size, scratch)
+        if not (kind == 2 and val == E_NOMEM):
+            break
+        scratch = np.empty(2 * scratch.size, np.int32)
+    raise_tx_check(kind, val, idx, a)
     return a
 
 

@@ -20,7 +20,6 @@ forward statistics (``--json``: one JSON object per line instead: ``stats`` even
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
