@@ -287,3 +287,18 @@ class ProtocolError(MemifError):
 class AddressInUse(PktbufError, OSError):
     """Shared memory cannot be mapped at the address it must have in this process."""
     code = E_BUSY
+
+
+# ports
+
+class PortError(PktbufError, OSError):
+    """A port cannot be opened or configured: the system refused (the message says what)."""
+
+
+class NoSuchInterface(PortError):
+    """The network interface a port names does not exist (in the caller's network namespace)."""
+
+
+class PermissionDenied(PortError, PermissionError):
+    """The system refused for lack of privilege (an ``AF_PACKET`` socket needs
+    ``CAP_NET_RAW``)."""
