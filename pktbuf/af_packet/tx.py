@@ -13,7 +13,7 @@ then freed with one ``pktmbuf_free_bulk`` (the ring holds copies).
 What a burst takes: packets from the front until one finds its frame still the kernel's
 (``TS_FULL``; it and the rest stay the caller's).  A packet that cannot be sent as it is --
 shorter than an Ethernet header, or longer than the link's MTU allows (MTU + 14, + 4 when
-tagged) or than a frame holds (frame size - 48) -- is taken, freed and counted in ``oerrors``
+802.1Q-tagged, as the kernel counts) or than a frame holds (frame size - 48) -- is taken, freed and counted in ``oerrors``
 (``TS_RUNT``, ``TS_TOO_LONG``), never truncated.  ``ENOBUFS``/``EAGAIN`` from ``sendto`` leave
 the frames marked for the next kick; other errors (``ENETDOWN`` on a link that is down) are
 counted in ``TS_KICK_ERRORS`` -- the frames stay marked and go out on a later kick once the
@@ -29,7 +29,7 @@ from ..mbuf.free import pktmbuf_free_bulk
 from ..mbuf.layout import NULL
 from ..rawmem import addr_u8, copy_in_bounds, load_u8, store_u8
 from ._sys import tx_kick
-from .layout import (ETHER_HDR_LEN, ETHER_TYPE_QINQ, ETHER_TYPE_VLAN, PKT_W_LEN, PKT_W_NEXT,
+from .layout import (ETHER_HDR_LEN, ETHER_TYPE_VLAN, PKT_W_LEN, PKT_W_NEXT,
                      PKT_W_SNAPLEN, PKT_W_STATUS, TC_BLOCK_SIZE, TC_FD, TC_FPB, TC_FRAME_NR,
                      TC_FRAME_SIZE, TC_MAX_LEN, TC_RING, TP_STATUS_AVAILABLE,
                      TP_STATUS_SEND_REQUEST, TP_STATUS_TS_MASK, TP_STATUS_WRONG_FORMAT,
@@ -62,7 +62,7 @@ def tx_frame_len(mb, h, max_len, room):
     if not tagged and m.data_len >= ETHER_HDR_LEN:
         p = np.int64(m.buf_addr) + np.int64(m.data_off)
         et = (np.int64(load_u8(p + 12)) << 8) | np.int64(load_u8(p + 13))
-        tagged = et == ETHER_TYPE_VLAN or et == ETHER_TYPE_QINQ
+        tagged = et == ETHER_TYPE_VLAN      # the kernel allows 4 more bytes for 802.1Q only
     if ln < ETHER_HDR_LEN or m.data_len < (ETHER_HDR_LEN if ins else 1):
         return np.int64(-1)
     if ins:

@@ -282,7 +282,7 @@ class AfPacketPort(Port):
             arg = self.fanout_id | ((mode | flags) << 16)
             for qp in self._qp:
                 try:
-                    qp.sock.setsockopt(SOL_PACKET, PACKET_FANOUT, arg)
+                    qp.sock.setsockopt(SOL_PACKET, PACKET_FANOUT, struct.pack("I", arg))
                 except OSError as e:
                     raise PortError(f"net_af_packet: cannot join fanout group "
                                     f"{self.fanout_id} ({self.fanout_mode}) on {self.iface!r}: "

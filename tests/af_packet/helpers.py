@@ -26,6 +26,15 @@ def frames(sizes, seed=1, *, dst=BCAST, src=SRC, etype=ETYPE):
     return out
 
 
+def udp_frame(i: int, size: int = 60, *, dst=BCAST, src=SRC) -> bytes:
+    """An IPv4/UDP frame of flow ``i`` (source address and port vary with it), ``size`` bytes."""
+    body = bytes(max(0, size - 42))
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 28 + len(body), i & 0xFFFF, 0, 64, 17, 0,
+                     bytes([10, 1, (i >> 8) & 0xFF, i & 0xFF]), bytes([10, 2, 0, 1]))
+    udp = struct.pack(">HHHH", 1024 + i % 50000, 4789, 8 + len(body), 0)
+    return dst + src + b"\x08\x00" + ip + udp + body
+
+
 def vlan_tag(frame: bytes, tci: int, tpid: int = 0x8100) -> bytes:
     return frame[:12] + struct.pack(">HH", tpid, tci) + frame[12:]
 
