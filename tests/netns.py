@@ -64,16 +64,18 @@ class Netns:
         return r
 
     def veth(self, a: str = "veth0", b: str = "veth1", *, mtu: int | None = None,
-             offloads: bool = True) -> tuple[str, str]:
-        """A veth pair ``a`` <-> ``b``, both up; ``offloads=False`` turns TSO/GSO/checksum
-        offload off on both (then locally sent TCP crosses in MTU-sized frames)."""
-        self.run("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-        for x in (a, b):
+             offloads: bool = True, peer: "Netns | None" = None) -> tuple[str, str]:
+        """A veth pair ``a`` <-> ``b``, both up; ``b`` in namespace ``peer`` if given.
+        ``offloads=False`` turns TSO/GSO/checksum offload off on both (then locally sent TCP
+        crosses in MTU-sized frames)."""
+        extra = ["netns", peer.name] if peer is not None else []
+        self.run("ip", "link", "add", a, "type", "veth", "peer", "name", b, *extra)
+        for owner, x in ((self, a), (peer or self, b)):
             if mtu is not None:
-                self.run("ip", "link", "set", x, "mtu", str(mtu))
+                owner.run("ip", "link", "set", x, "mtu", str(mtu))
             if not offloads:
-                self.run("ethtool", "-K", x, "tso", "off", "gso", "off", "tx", "off")
-            self.run("ip", "link", "set", x, "up")
+                owner.run("ethtool", "-K", x, "tso", "off", "gso", "off", "tx", "off")
+            owner.run("ip", "link", "set", x, "up")
         return a, b
 
     def link(self, ifname: str) -> dict:
