@@ -115,3 +115,31 @@ def test_testpmd_txonly_to_pktbuf(ns, pool):
         tp.cleanup()
         a.close()
     assert pool.avail_count == pool.n
+
+
+def test_jumbo_io_echo():
+    """MTU 9000 on both veth ends; testpmd 22.11 with a Tx/Rx frame slot that holds 9014 bytes
+    (framesz = blocksz: DPDK assumes frames evenly spaced over the whole ring, true only when
+    framesz divides blocksz) and mbufs as large (--mbuf-size), without --max-pkt-len (its
+    net_af_packet reports a 1518-byte maximum and refuses more).  Frames up to 9014 bytes go
+    to testpmd and back byte for byte; pktbuf receives them as chains."""
+    import pktbuf
+    from ..netns import Netns
+    from .conftest import _need_root
+    _need_root()
+    pool = pktbuf.PktmbufPool(8192, 64)
+    with Netns() as ns:
+        ns.veth(mtu=9000)
+        a = _port(ns, pool)
+        tp = _testpmd(ns, "io", vdev="net_af_packet0,iface=veth1,blocksz=12288,framesz=12288,"
+                      "framecnt=64", app_extra=["--mbuf-size=12400"], mbufs=2048)
+        try:
+            want = frames([60, 1514, 1515, 4000, 8000, 9014] * 10, seed=24)
+            assert send_all(a, pool, want, seg=1500) == len(want)
+            got = receive(a, pool, len(want), timeout=20)
+            assert got == want
+        finally:
+            tp.cleanup()
+            a.close()
+    assert pool.avail_count == pool.n
+    pool.close()
