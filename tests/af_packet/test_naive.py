@@ -193,6 +193,8 @@ def test_tx_matches_model(pkts, geom, mtu, busy):
     for data, seg, tci, dot1q in pkts:
         if dot1q and len(data) >= 14:
             data = data[:12] + b"\x81\x00" + data[14:]
+        if seg is not None and seg < 13:
+            data = data[:80]                           # a chain of single bytes: keep it short
         h = make_packet(pool, data, seg)
         m = pool.mbuf(h)
         if tci is not None:
@@ -201,6 +203,8 @@ def test_tx_matches_model(pkts, geom, mtu, busy):
         model.append((data, m.data_len, tci))
     hs = np.array(hs, np.int32)
     k = af_packet_tx_burst(pool.domain.state, q, 0, hs, hs.size)
+    pool.free_bulk(hs[k:])                         # still ours
+    assert pool.avail_count == pool.n
     # the model: in order, bad ones dropped, stop when the free frames run out
     sent, taken, runt, long_ = [], 0, 0, 0
     for p in model:
@@ -223,8 +227,6 @@ def test_tx_matches_model(pkts, geom, mtu, busy):
         ln = int(w[base // 4 + 4])
         frames_.append(ring[base + 48:base + 48 + ln].tobytes())
     assert frames_ == sent
-    pool.free_bulk(hs[k:])
-    assert pool.avail_count == pool.n
 
 
 @pytest.fixture(scope="module", autouse=True)
