@@ -101,7 +101,8 @@ AF_PACKET_RXQ = Layout("af_packet_rxq", [
     ("scr_meta", np.int64, RX_MAX_BURST),    # tp_status | tci << 32 | tpid << 48
     ("scr_mb", np.int32, None),              # the burst's mbufs (all segments)
 ])
-"""One Rx queue (one socket's V3 ring), passed to :func:`~pktbuf.af_packet.rx.af_packet_rx_burst`."""
+"""One Rx queue (one socket's V3 Rx ring), for
+:func:`~pktbuf.af_packet.rx.af_packet_rx_burst`."""
 
 # -- Tx queue ------------------------------------------------------------------------------------
 TC_FD = 0
@@ -130,4 +131,5 @@ AF_PACKET_TXQ = Layout("af_packet_txq", [
     ("cfg", np.int64, TC_WORDS),
     ("st", np.int64, TS_WORDS),
 ])
-"""One Tx queue (one socket's V3 Tx ring), passed to :func:`~pktbuf.af_packet.tx.af_packet_tx_burst`."""
+"""One Tx queue (one socket's V3 Tx ring), for
+:func:`~pktbuf.af_packet.tx.af_packet_tx_burst`."""

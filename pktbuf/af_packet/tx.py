@@ -13,9 +13,9 @@ then freed with one ``pktmbuf_free_bulk`` (the ring holds copies).
 What a burst takes: packets from the front until one finds its frame still the kernel's
 (``TS_FULL``; it and the rest stay the caller's).  A packet that cannot be sent as it is --
 shorter than an Ethernet header, or longer than the link's MTU allows (MTU + 14, + 4 when
-802.1Q-tagged, as the kernel counts) or than a frame holds (frame size - 48) -- is taken, freed and counted in ``oerrors``
-(``TS_RUNT``, ``TS_TOO_LONG``), never truncated.  ``ENOBUFS``/``EAGAIN`` from ``sendto`` leave
-the frames marked for the next kick; other errors (``ENETDOWN`` on a link that is down) are
+802.1Q-tagged, as the kernel counts) or than a frame holds (frame size - 48) -- is taken,
+freed and counted in ``oerrors`` (``TS_RUNT``, ``TS_TOO_LONG``), never truncated.
+``ENOBUFS``/``EAGAIN`` from ``sendto`` leave the frames marked for the next kick; other errors (``ENETDOWN`` on a link that is down) are
 counted in ``TS_KICK_ERRORS`` -- the frames stay marked and go out on a later kick once the
 link is back, and a ring that stays full makes the bursts take nothing.
 """

@@ -9,7 +9,7 @@ import pytest
 import pktbuf
 from pktbuf.api.af_packet import AfPacketPort
 from pktbuf.api.ethdev import Ports
-from pktbuf.errors import InvalidArgument, NoSuchInterface, PermissionDenied
+from pktbuf.errors import InvalidArgument, NoSuchInterface
 
 from .helpers import RawPeer, frames, receive
 

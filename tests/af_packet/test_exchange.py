@@ -1,5 +1,4 @@
 """pktbuf <-> pktbuf and pktbuf <-> a plain socket over a veth pair: bytes compared."""
-import numpy as np
 import pytest
 
 from pktbuf.api.af_packet import AfPacketPort

@@ -67,7 +67,8 @@ def test_gso_frames_whole_as_chains(two_ns, pool):
         for data, segs, flags, _ in big:
             assert segs == -(-len(data) // 2048)
             assert flags & RX_LRO and flags & RX_L4_CKSUM_NONE == RX_L4_CKSUM_NONE
-            assert data[12:14] == b"\x08\x00" and len(data) == 14 + int.from_bytes(data[16:18], "big")
+            assert data[12:14] == b"\x08\x00"                       # IPv4, whole:
+            assert len(data) == 14 + int.from_bytes(data[16:18], "big")   # its total length
         x = p.xstats()
         assert x["rx_truncated_errors"] == 0 and x["rx_errors"] == 0
     finally:
