@@ -40,6 +40,9 @@ def test_raw_peer_both_ways(ns, pool):
         a = AfPacketPort(pool, "veth0")
         peer = RawPeer("veth1")
     try:
+        assert a.link() == {"status": "UP", "speed": 10000, "duplex": "full-duplex"}
+        assert a.mac_addr.hex(":") == ns.link("veth0")["address"]
+        assert a.mtu == 1500 and a.info()["iface"] == "veth0"
         want = frames(SIZES * 5, seed=4)
         peer.send(want)
         assert receive(a, pool, len(want)) == want
