@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import subprocess
+import time
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -76,7 +77,18 @@ class Netns:
             if not offloads:
                 owner.run("ethtool", "-K", x, "tso", "off", "gso", "off", "tx", "off")
             owner.run("ip", "link", "set", x, "up")
+        for owner, x in ((self, a), (peer or self, b)):
+            owner.wait_running(x)
         return a, b
+
+    def wait_running(self, ifname: str, timeout: float = 5.0) -> None:
+        """Wait until the interface has carrier (the kernel sets it a moment after `up`,
+        from its link-watch work; frames sent before are dropped)."""
+        end = time.monotonic() + timeout
+        while "LOWER_UP" not in self.link(ifname)["flags"]:
+            if time.monotonic() > end:
+                raise RuntimeError(f"{ifname} in {self.name} has no carrier")
+            time.sleep(0.01)
 
     def link(self, ifname: str) -> dict:
         """``ip -d -j link show`` of one interface (``promiscuity``, ``mtu``, ``flags``...)."""
@@ -84,6 +96,8 @@ class Netns:
 
     def set_link(self, ifname: str, up: bool) -> None:
         self.run("ip", "link", "set", ifname, "up" if up else "down")
+        if up:
+            self.wait_running(ifname)
 
     # -- this thread inside ------------------------------------------------------------------
     @contextlib.contextmanager
