@@ -208,6 +208,8 @@ class AfPacketPort(Port):
         self.block_timeout_ms = block_timeout_ms
         self._qp: list[_QueuePair] = []
         self._promisc = False
+        self._mtu = 0
+        self._mac = bytes(6)
         self.closed = True              # until fully set up: close() must not run _close twice
         try:
             self._open(qpairs, blocksz, framesz, framecnt, fanout_mode, fanout_id, cap)
@@ -261,7 +263,8 @@ class AfPacketPort(Port):
             self.ifindex = struct.unpack_from("i", _ioctl(probe, SIOCGIFINDEX, self.iface), 16)[0]
         except OSError as e:
             raise _os_error(e, "SIOCGIFINDEX", self.iface) from None
-        mtu = self._read_mtu()
+        mtu = self._mtu = self._read_mtu()
+        self._mac = bytes(_ioctl(probe, SIOCGIFHWADDR, self.iface)[18:24])
         self.blocksz, self.framesz, self.framecnt, fpb = self._geometry(mtu, blocksz, framesz,
                                                                         framecnt)
         nblk = self.framecnt // fpb
@@ -434,16 +437,21 @@ class AfPacketPort(Port):
     @property
     def mtu(self) -> int:
         """The interface's MTU, read now (and handed to the Tx queues, which refuse longer
-        frames)."""
-        self._sock()
+        frames); once closed, the last one read."""
+        if self.closed:
+            return self._mtu
         mtu = self._read_mtu()
         for qp in self._qp:
             qp.txq.cfg[TC_MAX_LEN] = mtu + ETHER_HDR_LEN
+        self._mtu = mtu
         return mtu
 
     @property
     def mac_addr(self) -> bytes:
-        return bytes(_ioctl(self._sock(), SIOCGIFHWADDR, self.iface)[18:24])
+        """The interface's MAC address, read now; once closed, the last one read."""
+        if not self.closed:
+            self._mac = bytes(_ioctl(self._probe, SIOCGIFHWADDR, self.iface)[18:24])
+        return self._mac
 
     def _flags(self) -> int:
         return struct.unpack_from("H", _ioctl(self._sock(), SIOCGIFFLAGS, self.iface), 16)[0]

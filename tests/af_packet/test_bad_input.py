@@ -84,6 +84,7 @@ def test_closed_port_refuses(ns, pool):
         a.tx_burst([m.handle])
     m.free()                                     # still ours: the port took nothing
     assert a.link()["status"] == "DOWN"
+    assert a.info()["mtu"] == 1500 and a.stats()["ipackets"] == 0   # still answers
     assert pool.avail_count == pool.n
 
 
