@@ -210,7 +210,8 @@ def test_jumbo_pktbuf_to_pktbuf():
 def test_link_down_mid_traffic(ns, pool):
     """Taking the interface down while a sender runs: link() says DOWN, Tx stops taking
     packets once the ring is full (the caller keeps them), the kick errors are counted,
-    nothing raises, and every mbuf is back after close."""
+    nothing raises; once the link is back the frames held in the ring go out first; every
+    mbuf is back after close."""
     with ns.entered():
         a = AfPacketPort(pool, "veth0")
         b = AfPacketPort(pool, "veth1", port_id=1)
@@ -237,9 +238,14 @@ def test_link_down_mid_traffic(ns, pool):
         x = a.xstats()
         assert x["tx_kick_errors"] > 0 and x["tx_kick_last_errno"] == 100   # ENETDOWN
         assert a.rx_wait(0, 10) in (0, -100)
+        receive(b, pool, 1 << 30, timeout=0.5)          # whatever left before the link fell
         ns.set_link("veth0", True)
         assert a.link()["status"] == "UP"
-        receive(b, pool, 1 << 30, timeout=1.0)
+        # the next burst kicks the full ring: the frames held in it go out, then ours
+        assert send_all(a, pool, [MARK], timeout=10) == 1
+        late = receive(b, pool, 1 << 30, until=_is_mark)
+        assert late[-1] == MARK and len(late) > 1
+        assert set(late[:-1]) <= set(f)
     finally:
         a.close()
         b.close()
