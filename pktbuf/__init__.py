@@ -30,6 +30,7 @@ _LAZY = {
     "MemifPort": "pktbuf.api.memif_port",
     "parse_devargs": "pktbuf.api.devargs",
     "PcapPort": "pktbuf.api.pcap",
+    "AfPacketPort": "pktbuf.api.af_packet",
     "PcapReader": "pktbuf.api.pcap_file",
     "PcapWriter": "pktbuf.api.pcap_file",
     "pcap_reader": "pktbuf.api.pcap_file",
@@ -46,15 +47,17 @@ _LAZY = {
 from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # noqa: E402
                      DynExists, DynNotFound, InvalidArgument, InvalidHandle, MemifDisconnected,
                      MemifError, MemifSocketError, NoRoom, OutOfMemory, OutOfRange, PktbufError,
-                     PcapError, PcapFormatError, PcapWriteError, PoolExhausted, RefcntError,
-                     SanityCheckError)
+                     NoSuchInterface, PcapError, PcapFormatError, PcapWriteError, PermissionDenied,
+                     PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
                                 "RefcntError", "ChainTooLong", "SanityCheckError", "Busy",
                                 "MemifError", "MemifDisconnected", "MemifSocketError",
                                 "DynExists", "DynBusy", "DynNotFound",
-                                "PcapError", "PcapFormatError", "PcapWriteError"])
+                                "PcapError", "PcapFormatError", "PcapWriteError",
+                                "PortError", "NoSuchInterface", "PermissionDenied",
+                                "TelemetryError"])
 
 
 def __getattr__(name):

@@ -252,6 +252,22 @@ def check_handles(objs, name: str = "handles", *, item=None) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
+# ports
+
+class PortError(PktbufError, OSError):
+    """A port cannot be opened or configured: the system refused (the message says what)."""
+
+
+class NoSuchInterface(PortError):
+    """The network interface a port names does not exist (in the caller's network namespace)."""
+
+
+class PermissionDenied(PortError, PermissionError):
+    """The system refused for lack of privilege (an ``AF_PACKET`` socket needs
+    ``CAP_NET_RAW``)."""
+
+
+# ---------------------------------------------------------------------------------------------
 # memif
 
 class MemifError(PktbufError):

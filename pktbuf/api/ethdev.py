@@ -34,8 +34,10 @@ DRIVERS = {
     "net_memif": ("pktbuf.api.memif_port", "MemifPort"),
     "net_ring": ("pktbuf.api.ring_port", "RingPort"),
     "net_pcap": ("pktbuf.api.pcap", "PcapPort"),
+    "net_af_packet": ("pktbuf.api.af_packet", "AfPacketPort"),
 }
-ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring", "eth_pcap": "net_pcap"}
+ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring", "eth_pcap": "net_pcap",
+           "eth_af_packet": "net_af_packet"}
 
 
 def driver_of(name: str) -> str:
