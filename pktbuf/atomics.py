@@ -33,7 +33,7 @@ __all__ = [
     "cas", "exchange", "fetch_add", "fetch_sub", "fetch_or", "fetch_and",
     "load_acquire", "load_relaxed", "store_release", "store_relaxed",
     "field_cas", "field_fetch_add", "field_load_acquire", "field_store_release",
-    "fence", "fence_acquire", "fence_release", "compiler_barrier", "cpu_pause",
+    "fence", "fence_acquire", "fence_release", "compiler_barrier", "cpu_pause", "tsc_read",
 ]
 
 _RMW_ORDER = "acq_rel"
@@ -314,3 +314,20 @@ def cpu_pause(typingctx):
         return context.get_dummy_value()
 
     return types.none(), codegen
+
+
+@intrinsic
+def tsc_read(typingctx):
+    """The time-stamp counter (x86 ``rdtsc``, unfenced: cheap enough to bracket a lock
+    acquisition; 0 on other machines), as int64 cycles.  For instrumentation that must live
+    below the benchmark layer (the fenced reads for timing loops are in
+    :mod:`pktbuf.bench.tsc`)."""
+    def codegen(context, builder, sig, args):
+        i64 = ir.IntType(64)
+        if _IS_X86:
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, []),
+                                                "llvm.x86.rdtsc")
+            return builder.call(fn, [])
+        return ir.Constant(i64, 0)  # pragma: no cover - not this machine
+
+    return types.int64(), codegen
