@@ -38,9 +38,9 @@ from .._jit import kernel
 from ..atomics import field_store_release, load_relaxed
 from ..spinlock import spin_lock, spin_trylock, spin_unlock
 from .elem import _merge_insert
-from .layout import (C_BIN0, C_COUNT, C_GRAINS, C_LOCK, CACHE_DEPTH, CACHE_LINE_I32, CACHE_ROW,
-                     CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, GRAIN, H_ALLOC_COUNT, H_ALLOC_GRAINS,
-                     H_CACHE_BYTES, H_CACHE_GRAINS, H_FREE_GRAINS)
+from .layout import (C_BIN0, C_COUNT, C_GRAINS, C_LOCK, CACHE_BINS, CACHE_DEPTH, CACHE_LINE_I32,
+                     CACHE_ROW, CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, GRAIN, H_ALLOC_COUNT,
+                     H_ALLOC_GRAINS, H_CACHE_BYTES, H_CACHE_GRAINS, H_FREE_GRAINS)
 from .lock import _lock, _unlock
 
 
@@ -134,7 +134,7 @@ def _cache_flush(heap, lcore, stats):
     total = np.int64(c[r + C_COUNT])
     if total > 0:
         t = _lock(heap, lcore, stats)
-        for bi in range(CACHE_ROW // CACHE_LINE_I32 - 1):
+        for bi in range(CACHE_BINS):
             b = r + C_BIN0 + bi * CACHE_LINE_I32
             for i in range(np.int64(c[b])):
                 _to_heap(heap, np.int64(c[b + 1 + i]), bi + 1)

@@ -26,6 +26,14 @@ so every other thread waits for the memset of a large block.  Here:
 a concurrent free of it is refused.  The switch ``zero_in_lock`` (ctl word ``H_ZERO_IN_LOCK``)
 does the memset after taking the lock instead, the upstream placement, for the A/B benchmark.
 
+``heap_lcore_malloc`` / ``heap_lcore_zmalloc`` / ``heap_lcore_free`` take an lcore and put
+that lcore's cache of small freed blocks (:mod:`pktbuf.heap.cache`) in front of all this:
+a block of up to ``ctl[H_CACHE_GRAINS]`` grains is still claimed and zeroed by its free, then
+kept for the lcore's next malloc of the same size instead of merged, so the common case takes
+no heap lock at all.  ``heap_malloc`` & co. are these calls without an lcore.
+``heap_lcore_malloc_counted`` / ``heap_lcore_free_counted`` are the same with the heap lock's
+statistics compiled in (:mod:`pktbuf.heap.lock`).
+
 Dirty tracking (which bytes of a free element may be non-zero, so ``zmalloc`` clears only
 those) and the free-list, split and merge primitives are in :mod:`pktbuf.heap.elem`; the
 read-only kernels (``heap_malloc_validate``, ``heap_find_elem``, ``heap_get_stats``,
