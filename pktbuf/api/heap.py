@@ -36,9 +36,10 @@ from ..shm import Region
 from ..heap.audit import heap_find_elem, heap_get_stats, heap_malloc_validate, heap_validate
 from ..heap.kernels import (heap_cache_flush, heap_init, heap_lcore_free, heap_lcore_malloc,
                             heap_lcore_zmalloc, heap_realloc)
-from ..heap.layout import (CACHE_BYTES_DEFAULT, CACHE_MAX_DEFAULT, ELEM_DTYPE, ELEM_FREE, GRAIN,
-                           H_CACHE_BYTES, H_CACHE_GRAINS, H_ZERO_IN_LOCK, HEAP, MAX_GRAINS,
-                           STAT_NAMES, VALIDATE_REASONS)
+from ..heap.layout import (CACHE_BYTES_DEFAULT, CACHE_LARGE_DEFAULT, CACHE_MAX_DEFAULT,
+                           ELEM_DTYPE, ELEM_FREE, GRAIN, H_CACHE_BYTES, H_CACHE_GRAINS,
+                           H_CACHE_LARGE, H_ZERO_IN_LOCK, HEAP, MAX_GRAINS, STAT_NAMES,
+                           VALIDATE_REASONS)
 from ..lcore import LCORE_ANY, check_lcore
 
 __all__ = ["Heap", "HEAP", "ELEM_DTYPE", "GRAIN", "STAT_NAMES"]
@@ -70,8 +71,9 @@ class Heap:
 
     Blocks of up to ``cache_max`` bytes (default 4 KiB) freed by a thread are kept, zeroed, in
     that thread's lcore cache and handed out again to that thread's next malloc of the same
-    size, without the heap lock (see :mod:`pktbuf.heap.cache`).  ``cache=False`` turns the
-    caches off.  Every call takes ``lcore=`` (default: the calling thread's id,
+    size, without the heap lock; so is the last freed block above that, up to ``cache_large``
+    bytes (default 1 MiB; 0: none), one per lcore (see :mod:`pktbuf.heap.cache`).
+    ``cache=False`` turns the caches off.  Every call takes ``lcore=`` (default: the calling thread's id,
     :func:`pktbuf.lcore.facade_lcore`; ``LCORE_ANY`` bypasses the cache).
 
     ``zero_in_lock=True`` clears freed blocks inside the heap lock, as DPDK does, instead of
@@ -90,6 +92,7 @@ class Heap:
 
     def __init__(self, size: int | None = None, *, zero_in_lock: bool = False,
                  cache: bool | None = None, cache_max: int = CACHE_MAX_DEFAULT,
+                 cache_large: int = CACHE_LARGE_DEFAULT,
                  region: Region | None = None, dirty: bool | None = None,
                  name: str = "pktbuf-heap"):
         self.region = None
@@ -99,6 +102,7 @@ class Heap:
             raise InvalidArgument("cache=True needs zero_in_lock=False (cached blocks are "
                                   "cleared outside the lock)")
         cache_max = check_count(cache_max, "cache_max", lo=0, hi=CACHE_MAX_DEFAULT)
+        cache_large = check_count(cache_large, "cache_large", lo=0, hi=MAX_GRAINS * GRAIN)
         if dirty is not None:
             dirty = check_flag(dirty, "dirty")
         if not isinstance(name, str):
@@ -134,6 +138,7 @@ class Heap:
         self.state.ctl[H_ZERO_IN_LOCK] = 1 if zero_in_lock else 0
         self.state.ctl[H_CACHE_GRAINS] = cache_max // GRAIN if cache else 0
         self.state.ctl[H_CACHE_BYTES] = CACHE_BYTES_DEFAULT
+        self.state.ctl[H_CACHE_LARGE] = cache_large // GRAIN if cache else 0
         self._threads = _ThreadCaches()
 
     def _open(self) -> None:
@@ -151,7 +156,7 @@ class Heap:
     @property
     def cache(self) -> bool:
         """Whether freed small blocks are kept in per-lcore caches."""
-        return bool(self.state.ctl[H_CACHE_GRAINS])
+        return bool(self.state.ctl[H_CACHE_GRAINS] or self.state.ctl[H_CACHE_LARGE])
 
     @property
     def base(self) -> int:

@@ -20,7 +20,7 @@ from ..rawmem import addr_u8
 from ..atomics import load_relaxed
 from ..spinlock import spin_is_locked, spin_lock, spin_unlock
 from .elem import _cls, _ptr_grain, _state
-from .layout import (C_BIN0, C_COUNT, C_GRAINS, C_LOCK, CACHE_BINS, CACHE_LINE_I32, CACHE_ROW,
+from .layout import (C_BIN0, C_COUNT, C_GRAINS, C_LARGE, C_LOCK, CACHE_BINS, CACHE_LINE_I32, CACHE_ROW,
                      CACHE_ROWS, ELEM_CACHED, V_CACHE)
 from .layout import (ELEM_BUSY, ELEM_FREE, ELEM_FREEING, ELEM_NONE, GRAIN_SHIFT, H_ALLOC_COUNT,
                      H_ALLOC_GRAINS, H_BASE, H_FREE_COUNT, H_FREE_GRAINS, H_HEADS, H_LOCK,
@@ -195,7 +195,7 @@ def heap_validate(heap, check_zero, info):
         else:
             if st == ELEM_CACHED:
                 ncached += 1
-                if size > CACHE_BINS or e.dlo < e.dhi:
+                if e.dlo < e.dhi:
                     reason = V_CACHE
                     where = g
                     break
@@ -262,6 +262,15 @@ def heap_validate(heap, check_zero, info):
                     break
             if reason != 0:
                 break
+            v = np.int64(c[r + C_LARGE])
+            if v > 0:
+                h = v - 1
+                if h >= n or elems[h].state != ELEM_CACHED:
+                    reason = V_CACHE
+                    where = h
+                    break
+                rn += 1
+                rg += elems[h].size
             if rn != c[r + C_COUNT] or rg != c[r + C_GRAINS]:
                 reason = V_CACHE
                 where = -1

@@ -15,10 +15,17 @@ holds -- then one 64-byte line per *bin*: bin ``b`` holds blocks of exactly ``b 
 word 0 the count, words 1.. a stack of their grains (LIFO: the block freed last, whose lines are
 the warmest, goes out first).
 
+Besides the bins, a row has one *large slot* (header word ``C_LARGE``): the last freed block
+above the bins' bound and up to ``ctl[H_CACHE_LARGE]`` grains.  A malloc of exactly its grain
+count takes it; a free of another large block puts the slot's block back into the shared heap
+and takes its place.  Large blocks move between cores too when two threads share the heap's
+lists (docs/heap.md); one per lcore is enough for a thread that frees and reallocates the same
+size, and bounds what an lcore holds.
+
 Rules:
 
-* only blocks of at most ``ctl[H_CACHE_GRAINS]`` grains (0: caches off) requested with the
-  default alignment are cached; a bin keeps at most ``min(CACHE_DEPTH, max(1,
+* only blocks of at most ``ctl[H_CACHE_GRAINS]`` grains (0: caches off) -- or, in the large
+  slot, ``ctl[H_CACHE_LARGE]`` grains -- requested with the default alignment are cached; a bin keeps at most ``min(CACHE_DEPTH, max(1,
   ctl[H_CACHE_BYTES] // block bytes))`` blocks: a free into a full bin first returns its
   older half to the shared heap, under one acquisition of the heap lock;
 * a cached block is **zero** (cleared by the free that cached it, outside any lock) and in state
@@ -38,16 +45,17 @@ from .._jit import kernel
 from ..atomics import field_store_release, load_relaxed
 from ..spinlock import spin_lock, spin_trylock, spin_unlock
 from .elem import _merge_insert
-from .layout import (C_BIN0, C_COUNT, C_GRAINS, C_LOCK, CACHE_BINS, CACHE_DEPTH, CACHE_LINE_I32,
-                     CACHE_ROW, CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, GRAIN, H_ALLOC_COUNT,
-                     H_ALLOC_GRAINS, H_CACHE_BYTES, H_CACHE_GRAINS, H_FREE_GRAINS)
+from .layout import (C_BIN0, C_COUNT, C_GRAINS, C_LARGE, C_LOCK, CACHE_BINS, CACHE_DEPTH,
+                     CACHE_LINE_I32, CACHE_ROW, CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, GRAIN,
+                     H_ALLOC_COUNT, H_ALLOC_GRAINS, H_CACHE_BYTES, H_CACHE_GRAINS, H_CACHE_LARGE,
+                     H_FREE_GRAINS)
 from .lock import _lock, _unlock
 
 
 @kernel(inline="always")
 def _cacheable(ctl, lcore, s):
-    """Whether a block of ``s`` grains goes through ``lcore``'s cache."""
-    return 0 <= lcore < CACHE_ROWS and s <= ctl[H_CACHE_GRAINS]
+    """Whether a block of ``s`` grains goes through ``lcore``'s cache (a bin or the large slot)."""
+    return 0 <= lcore < CACHE_ROWS and (s <= ctl[H_CACHE_GRAINS] or s <= ctl[H_CACHE_LARGE])
 
 
 @kernel(inline="always")
@@ -72,12 +80,19 @@ def _cache_get(heap, lcore, s, stats):
     r = np.int64(lcore) * CACHE_ROW
     if not spin_trylock(c, r + C_LOCK):
         return np.int64(-1)
-    b = _bin(lcore, s)
-    n = np.int64(c[b])
     g = np.int64(-1)
-    if n > 0:
-        g = np.int64(c[b + n])
-        c[b] = n - 1
+    if s > heap.ctl[H_CACHE_GRAINS]:
+        v = np.int64(c[r + C_LARGE])
+        if v > 0 and np.int64(heap.elems[v - 1].size) == s:
+            g = v - 1
+            c[r + C_LARGE] = 0
+    else:
+        b = _bin(lcore, s)
+        n = np.int64(c[b])
+        if n > 0:
+            g = np.int64(c[b + n])
+            c[b] = n - 1
+    if g >= 0:
         c[r + C_COUNT] -= 1
         c[r + C_GRAINS] -= s
         field_store_release(heap.elems, g, "state", ELEM_BUSY)
@@ -94,6 +109,25 @@ def _cache_put(heap, lcore, g, s, stats):
     r = np.int64(lcore) * CACHE_ROW
     if not spin_trylock(c, r + C_LOCK):
         return False
+    e = heap.elems[g]
+    e.dlo = 0
+    e.dhi = 0
+    if s > ctl[H_CACHE_GRAINS]:
+        # the large slot: its previous block goes back to the shared heap
+        v = np.int64(c[r + C_LARGE])
+        if v > 0:
+            vs = np.int64(heap.elems[v - 1].size)
+            t = _lock(heap, lcore, stats)
+            _to_heap(heap, v - 1, vs)
+            _unlock(heap, lcore, stats, t)
+            c[r + C_COUNT] -= 1
+            c[r + C_GRAINS] -= vs
+        field_store_release(heap.elems, g, "state", ELEM_CACHED)
+        c[r + C_LARGE] = g + 1
+        c[r + C_COUNT] += 1
+        c[r + C_GRAINS] += s
+        spin_unlock(c, r + C_LOCK)
+        return True
     b = _bin(lcore, s)
     n = np.int64(c[b])
     lim = ctl[H_CACHE_BYTES] // (s * GRAIN)
@@ -110,9 +144,6 @@ def _cache_put(heap, lcore, g, s, stats):
         n -= k
         c[r + C_COUNT] -= k
         c[r + C_GRAINS] -= k * s
-    e = heap.elems[g]
-    e.dlo = 0
-    e.dhi = 0
     field_store_release(heap.elems, g, "state", ELEM_CACHED)
     c[b + 1 + n] = g
     c[b] = n + 1
@@ -139,6 +170,10 @@ def _cache_flush(heap, lcore, stats):
             for i in range(np.int64(c[b])):
                 _to_heap(heap, np.int64(c[b + 1 + i]), bi + 1)
             c[b] = 0
+        v = np.int64(c[r + C_LARGE])
+        if v > 0:
+            _to_heap(heap, v - 1, np.int64(heap.elems[v - 1].size))
+            c[r + C_LARGE] = 0
         _unlock(heap, lcore, stats, t)
         c[r + C_COUNT] = 0
         c[r + C_GRAINS] = 0

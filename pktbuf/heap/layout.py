@@ -84,6 +84,7 @@ H_ZERO_IN_LOCK = 10   # 1: zero freed memory inside the lock (the A/B baseline)
 H_MAGIC = 11
 H_CACHE_GRAINS = 12   # largest block (grains) the lcore caches keep; 0: no caches
 H_CACHE_BYTES = 13    # at most this many bytes per bin and lcore (and at least one block)
+H_CACHE_LARGE = 14    # largest block (grains) an lcore's one large slot keeps; 0: none
 H_HEADS = 16          # 32 free-list heads
 HEAP_CTL_WORDS = H_HEADS + N_CLASSES
 
@@ -98,11 +99,13 @@ CACHE_DEPTH = CACHE_LINE_I32 - 1  # 15 blocks per bin at most
 C_LOCK = 0                        # 0 free, 1 held (owner's operations, or a flush)
 C_COUNT = 1                       # blocks in this cache
 C_GRAINS = 2                      # grains in them
+C_LARGE = 3                       # the large slot: grain + 1 of the block it holds, 0 = empty
 C_BIN0 = CACHE_LINE_I32
 CACHE_ROW = C_BIN0 + CACHE_BINS * CACHE_LINE_I32
 CACHE_ROWS = MAX_LCORE
 CACHE_MAX_DEFAULT = CACHE_BINS * GRAIN      # 4 KiB; see docs/heap.md for why
 CACHE_BYTES_DEFAULT = 16 << 10
+CACHE_LARGE_DEFAULT = 1 << 20               # the large slot: one block of 4 KiB+ .. 1 MiB
 
 # Lock statistics (int64 words per row; row r < LS_ROWS - 1 is lcore r, the last row every
 # caller without an lcore).  Written only by the instrumented build of the heap's lock path

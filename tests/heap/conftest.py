@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pktbuf.api.heap import GRAIN, Heap
-from pktbuf.heap.layout import (C_BIN0, C_COUNT, C_GRAINS, CACHE_BINS, CACHE_LINE_I32, CACHE_ROW,
+from pktbuf.heap.layout import (C_BIN0, C_COUNT, C_GRAINS, C_LARGE, CACHE_BINS, CACHE_LINE_I32, CACHE_ROW,
                                 CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, ELEM_FREE, ELEM_FREEING,
                                 ELEM_NONE)
 
@@ -24,6 +24,13 @@ def cached_blocks(heap: Heap) -> dict[int, tuple[int, int]]:
                 out[int(gr)] = (lc, b + 1)
                 n += 1
                 grains += b + 1
+        if c[lc, C_LARGE] > 0:                      # the large slot
+            gr = int(c[lc, C_LARGE]) - 1
+            assert gr not in out, f"block {gr} cached twice"
+            size = int(heap.state.elems[gr]["size"])
+            out[gr] = (lc, size)
+            n += 1
+            grains += size
         assert (int(c[lc, C_COUNT]), int(c[lc, C_GRAINS])) == (n, grains), f"lcore {lc} counters"
     return out
 

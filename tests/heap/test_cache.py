@@ -45,9 +45,10 @@ def test_a_freed_small_block_goes_back_to_its_lcore_only(heap):
     check_invariants(heap)
 
 
-def test_only_default_aligned_small_blocks_are_cached(heap):
+def test_only_default_aligned_small_blocks_are_cached():
+    heap = Heap(GRAIN * 4000, cache_large=0)
     big = heap.malloc(4097, lcore=0)
-    heap.free(big, lcore=0)
+    heap.free(big, lcore=0)                         # above cache_max, no large slot
     al = heap.malloc(64, 4096, lcore=0)
     p = heap.malloc(64, lcore=0)
     heap.free(p, lcore=0)
@@ -58,6 +59,33 @@ def test_only_default_aligned_small_blocks_are_cached(heap):
     heap.free(heap.malloc(64, lcore=LCORE_ANY), lcore=LCORE_ANY)   # no lcore: no cache
     assert heap.stats()["cached_count"] == 2
     check_invariants(heap)
+
+
+def test_the_large_slot_keeps_the_last_large_block(heap):
+    a = heap.malloc(64 << 10, lcore=0)
+    b = heap.malloc(5000, lcore=0)
+    heap.view(a)[:] = 7
+    heap.free(a, lcore=0)
+    assert cached_blocks(heap) == {g(heap, a): (0, 1024)}
+    heap.validate(check_zero=True)
+    assert heap.malloc(60 << 10, lcore=0) != a        # another grain count: shared heap
+    assert heap.malloc(64 << 10, lcore=1) != a        # another lcore
+    c = heap.malloc(64 << 10, lcore=0)
+    assert c == a and not heap.view(c).any()
+    heap.free(c, lcore=0)
+    heap.free(b, lcore=0)                             # replaces a, which goes back and merges
+    assert cached_blocks(heap) == {g(heap, b): (0, 79)}
+    assert walk(heap)[[e[0] for e in walk(heap)].index(g(heap, a))][2] == ELEM_FREE
+    st = heap.stats()
+    assert st["cached_count"] == 1 and st["cached_bytes"] == 79 * GRAIN
+    with pytest.raises(DoubleFree):
+        heap.free(b, lcore=0)
+    check_invariants(heap)
+    big = Heap(GRAIN * 40000)                         # 2.5 MB: above 1 MiB nothing is cached
+    p = big.malloc((1 << 20) + 1, lcore=0)
+    big.free(p, lcore=0)
+    assert not cached_blocks(big)
+    big.close()
 
 
 def test_cached_blocks_are_zero_and_a_malloc_of_one_reads_zeros(heap):
@@ -206,7 +234,10 @@ def test_cache_switches():
     for bad in (-1, 4097, 1.5):
         with pytest.raises(InvalidArgument):
             Heap(GRAIN * 10, cache_max=bad)
-    h = Heap(GRAIN * 100, cache_max=128)
+    for bad in (-1, 1.5, "1"):
+        with pytest.raises(InvalidArgument):
+            Heap(GRAIN * 10, cache_large=bad)
+    h = Heap(GRAIN * 100, cache_max=128, cache_large=0)
     p = h.malloc(192, lcore=0)
     h.free(p, lcore=0)
     q = h.malloc(128, lcore=0)
