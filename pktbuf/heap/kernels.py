@@ -60,7 +60,8 @@ from .elem import (_cls, _free_tail, _grains, _list_insert, _list_remove, _mallo
 from .layout import (CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, ELEM_FREE, ELEM_FREEING, ELEM_NONE,
                      GRAIN, GRAIN_SHIFT, H_ALLOC_COUNT, H_ALLOC_GRAINS, H_BASE, H_FREE_COUNT,
                      H_FREE_GRAINS, H_HEADS, H_LAST_OWNER, H_MAGIC, H_NGRAINS, H_ZERO_IN_LOCK,
-                     HEAP_CTL_WORDS, HEAP_MAGIC, MAX_GRAINS, N_CLASSES, H_CACHE_GRAINS)
+                     HEAP_CTL_WORDS, HEAP_MAGIC, MAX_GRAINS, N_CLASSES, H_CACHE_GRAINS,
+                     H_CACHE_LARGE)
 from .layout import LS_CACHE_HIT, LS_CACHE_PUT
 from .lock import _lock, _row, _unlock, _zero_begin, _zero_end
 
@@ -140,7 +141,8 @@ def _lcore_malloc(heap, lcore, size, align, stats):
                 heap.lockstat[_row(lcore) + LS_CACHE_HIT] += 1
             return a
     a = _malloc_shared(heap, size, align, lcore, stats)
-    if a == E_NOMEM and ctl[H_CACHE_GRAINS] > 0 and _cache_flush_all(heap) > 0:
+    if a == E_NOMEM and (ctl[H_CACHE_GRAINS] > 0 or ctl[H_CACHE_LARGE] > 0) \
+            and _cache_flush_all(heap) > 0:
         a = _malloc_shared(heap, size, align, lcore, stats)
     return a
 

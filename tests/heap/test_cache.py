@@ -189,6 +189,20 @@ def test_out_of_memory_flushes_every_cache_first():
     h.close()
 
 
+def test_out_of_memory_flushes_the_large_slots_too():
+    h = Heap(GRAIN * 200, cache_max=0)                         # large slots only
+    ps = [h.malloc(100 * GRAIN, lcore=lc) for lc in (0, 1)]    # the whole heap
+    for lc, p in enumerate(ps):
+        h.free(p, lcore=lc)
+    assert h.stats()["cached_count"] == 2
+    p = h.malloc(150 * GRAIN, lcore=2)
+    assert h.stats()["cached_count"] == 0
+    h.free(p, lcore=2)
+    h.flush_cache()
+    check_invariants(h, {})
+    h.close()
+
+
 def test_flush_on_thread_exit():
     h = Heap(GRAIN * 1000)
     out = []
