@@ -1,13 +1,15 @@
-"""Heap: malloc + free pairs per size, 1 and 2 threads, zero outside vs inside the lock.
+"""Heap: malloc + free pairs per size, 1 and 2 threads, three heaps.
 
-Loops run in nogil kernels (two threads: two kernel calls on one heap, started together).
-``track_`` figures (see :mod:`pktbuf.bench.heap` for the method): ns per pair per thread,
-aggregate Mpairs/s, the outside/inside aggregate-throughput ratio (target >= 1.4 at
-64 KiB - 1 MiB with two threads) and the 1 MiB pair / 1 MiB memset ratio (target <= 1.2).
-Two-thread figures are medians over clean runs (both threads had their CPU); on a busy shared
-machine there may be none, and the figure is then the median of all runs.
+``outside`` (the default ``Heap()``: freed blocks zeroed outside the lock, small ones kept in
+per-lcore caches), ``nocache`` (``Heap(cache=False)``) and ``inside`` (``Heap(zero_in_lock=True)``:
+DPDK's placement).  Loops run in nogil kernels (two threads: two kernel calls on one heap,
+lcores 0 and 1, started together).  ``track_`` figures (method: :mod:`pktbuf.bench.heap`): ns
+per pair per thread, aggregate Mpairs/s, the outside / inside aggregate-throughput ratio of
+interleaved runs (targets: >= 1.0 up to 4 KiB, >= 1.7 at 64 KiB - 1 MiB, two threads) and the
+1 MiB pair / 1 MiB memset ratio (target <= 1.2).  Two-thread figures on a busy shared machine
+are noisy; treat ratios under 1.5x there as noise.
 """
-from pktbuf.bench.heap import (QUICK, SIZES, measure_pair, measure_vs_memset, measure_zero_ratio,
+from pktbuf.bench.heap import (KINDS, QUICK, SIZES, measure_ab, measure_pair, measure_vs_memset,
                                new_heap, pairs_for)
 from pktbuf.bench.heap import time_pairs as run_pairs    # not "time_*": asv would time it
 
@@ -15,46 +17,47 @@ REPEAT = 1 if QUICK else 5
 
 
 class HeapPair:
-    params = (list(SIZES), [1, 2], ["outside", "inside"])
-    param_names = ["size", "threads", "zero"]
+    params = (list(SIZES), [1, 2], list(KINDS))
+    param_names = ["size", "threads", "heap"]
     timeout = 180
 
-    def setup(self, size, threads, zero):
-        self.heap = new_heap(zero == "inside")    # compiles (first time) and warms
+    def setup(self, size, threads, heap):
+        self.heap = new_heap(heap)             # compiles (first time) and warms
         self.n = pairs_for(size)
 
-    def teardown(self, size, threads, zero):
+    def teardown(self, size, threads, heap):
         self.heap.close()
 
-    def time_pairs(self, size, threads, zero):
+    def time_pairs(self, size, threads, heap):
         run_pairs(self.heap, size, self.n, threads)
 
-    def track_ns_per_pair_per_thread(self, size, threads, zero):
+    def track_ns_per_pair_per_thread(self, size, threads, heap):
         return measure_pair(self.heap, size, threads, repeat=REPEAT)["ns_per_pair"]
 
     track_ns_per_pair_per_thread.unit = "ns"
 
-    def track_aggregate_mpairs_per_s(self, size, threads, zero):
+    def track_aggregate_mpairs_per_s(self, size, threads, heap):
         return measure_pair(self.heap, size, threads, repeat=REPEAT)["mpairs_s"]
 
     track_aggregate_mpairs_per_s.unit = "Mpairs/s"
 
 
 class HeapZeroOutsideOverInside:
-    """Aggregate throughput with the memset before the lock / inside it, interleaved runs."""
+    """Aggregate throughput, default heap (zero outside + caches) / inside-the-lock heap,
+    interleaved runs."""
     params = (list(SIZES), [1, 2])
     param_names = ["size", "threads"]
     timeout = 180
 
     def setup(self, size, threads):
-        self.heaps = {z: new_heap(z) for z in (False, True)}
+        self.heaps = {k: new_heap(k) for k in ("outside", "inside")}
 
     def teardown(self, size, threads):
         for h in self.heaps.values():
             h.close()
 
     def track_throughput_ratio(self, size, threads):
-        return measure_zero_ratio(size, threads, repeat=REPEAT, heaps=self.heaps)["ratio"]
+        return measure_ab(size, max(REPEAT, 2), self.heaps, threads=threads)["outside/inside"][0]
 
     track_throughput_ratio.unit = "ratio"
 
@@ -64,7 +67,7 @@ class HeapPairOverMemset:
     timeout = 120
 
     def setup(self):
-        self.heap = new_heap(False)
+        self.heap = new_heap("outside")
 
     def teardown(self):
         self.heap.close()

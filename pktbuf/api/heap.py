@@ -1,4 +1,5 @@
-"""An ``rte_malloc``-style heap whose ``free`` zeroes the block before taking the heap lock.
+"""An ``rte_malloc``-style heap whose ``free`` zeroes the block before taking the heap lock,
+with a per-lcore cache of small freed blocks in front of it.
 
 :class:`Heap` is the facade; the kernels (``heap_malloc``, ``heap_zmalloc``, ``heap_calloc``,
 ``heap_realloc``, ``heap_free``, ``heap_get_stats``...) are in :mod:`pktbuf.heap.kernels` and
@@ -13,8 +14,18 @@ process); :meth:`Heap.view` turns a block into a NumPy array.
     h.view(p)[:4] = (1, 2, 3, 4)
     p = h.realloc(p, 9000)
     h.free(p)                       # zeroed outside the lock, then merged under it
+    q = h.malloc(64)                # small: freed into this thread's cache ...
+    h.free(q)
+    h.malloc(64) == q               # ... and handed out again without the heap lock
+
+Each Python thread uses its own lcore id (:func:`pktbuf.lcore.facade_lcore`, or ``lcore=``);
+the blocks its cache holds go back to the shared heap when the thread ends, on
+:meth:`Heap.flush_cache`, when some allocation would otherwise fail, and on :meth:`Heap.close`.
 """
 from __future__ import annotations
+
+import threading
+import weakref
 
 import numpy as np
 
@@ -23,19 +34,50 @@ from ..errors import (E_ALREADY, E_BADF, E_NOMEM, DoubleFree, InvalidArgument,
                       error_for)
 from ..shm import Region
 from ..heap.audit import heap_find_elem, heap_get_stats, heap_malloc_validate, heap_validate
-from ..heap.kernels import (heap_calloc, heap_free, heap_init, heap_malloc, heap_realloc,
-                           heap_zmalloc)
-from ..heap.layout import (ELEM_DTYPE, ELEM_FREE, GRAIN, H_ZERO_IN_LOCK, HEAP, MAX_GRAINS,
-                     STAT_NAMES, VALIDATE_REASONS)
+from ..heap.kernels import (heap_cache_flush, heap_init, heap_lcore_free, heap_lcore_malloc,
+                            heap_lcore_zmalloc, heap_realloc)
+from ..heap.layout import (CACHE_BYTES_DEFAULT, CACHE_LARGE_DEFAULT, CACHE_MAX_DEFAULT,
+                           ELEM_DTYPE, ELEM_FREE, GRAIN, H_CACHE_BYTES, H_CACHE_GRAINS,
+                           H_CACHE_LARGE, H_ZERO_IN_LOCK, HEAP, MAX_GRAINS, STAT_NAMES,
+                           VALIDATE_REASONS)
+from ..lcore import LCORE_ANY, check_lcore
 
 __all__ = ["Heap", "HEAP", "ELEM_DTYPE", "GRAIN", "STAT_NAMES"]
+
+
+class _ThreadCaches(threading.local):
+    """Per thread and heap: the lcores whose caches this thread filled through the facade,
+    each with a guard that flushes that cache when the thread's locals die (thread exit)."""
+
+    def __init__(self):
+        self.guards: dict[int, _FlushGuard] = {}
+
+
+class _FlushGuard:
+    __slots__ = ("heap", "lcore")
+
+    def __init__(self, heap: "Heap", lcore: int):
+        self.heap = weakref.ref(heap)
+        self.lcore = lcore
+
+    def __del__(self):
+        h = self.heap()
+        if h is not None and not h.closed:
+            heap_cache_flush(h.state, self.lcore)
 
 
 class Heap:
     """A heap of ``size`` bytes (rounded up to 64) in a memfd region.
 
+    Blocks of up to ``cache_max`` bytes (default 4 KiB) freed by a thread are kept, zeroed, in
+    that thread's lcore cache and handed out again to that thread's next malloc of the same
+    size, without the heap lock; so is the last freed block above that, up to ``cache_large``
+    bytes (default 1 MiB; 0: none), one per lcore (see :mod:`pktbuf.heap.cache`).
+    ``cache=False`` turns the caches off.  Every call takes ``lcore=`` (default: the calling thread's id,
+    :func:`pktbuf.lcore.facade_lcore`; ``LCORE_ANY`` bypasses the cache).
+
     ``zero_in_lock=True`` clears freed blocks inside the heap lock, as DPDK does, instead of
-    before taking it (for comparisons).  ``region`` lets the heap manage an existing
+    before taking it, and has no caches: DPDK's design, kept for comparisons.  ``region`` lets the heap manage an existing
     :class:`~pktbuf.shm.Region` (its whole size); then ``dirty`` defaults to True -- its
     contents are unknown, so zmalloc clears what it hands out until it has been freed once.
     A fresh region is zero-filled by the kernel and starts clean.  Thread safe.
@@ -49,10 +91,18 @@ class Heap:
     _MAX_BYTES = MAX_GRAINS * GRAIN
 
     def __init__(self, size: int | None = None, *, zero_in_lock: bool = False,
+                 cache: bool | None = None, cache_max: int = CACHE_MAX_DEFAULT,
+                 cache_large: int = CACHE_LARGE_DEFAULT,
                  region: Region | None = None, dirty: bool | None = None,
                  name: str = "pktbuf-heap"):
         self.region = None
         zero_in_lock = check_flag(zero_in_lock, "zero_in_lock")
+        cache = (not zero_in_lock) if cache is None else check_flag(cache, "cache")
+        if cache and zero_in_lock:
+            raise InvalidArgument("cache=True needs zero_in_lock=False (cached blocks are "
+                                  "cleared outside the lock)")
+        cache_max = check_count(cache_max, "cache_max", lo=0, hi=CACHE_MAX_DEFAULT)
+        cache_large = check_count(cache_large, "cache_large", lo=0, hi=MAX_GRAINS * GRAIN)
         if dirty is not None:
             dirty = check_flag(dirty, "dirty")
         if not isinstance(name, str):
@@ -86,6 +136,10 @@ class Heap:
         if rc != 0:  # pragma: no cover - validated above
             raise InvalidArgument(f"heap_init failed ({rc})")
         self.state.ctl[H_ZERO_IN_LOCK] = 1 if zero_in_lock else 0
+        self.state.ctl[H_CACHE_GRAINS] = cache_max // GRAIN if cache else 0
+        self.state.ctl[H_CACHE_BYTES] = CACHE_BYTES_DEFAULT
+        self.state.ctl[H_CACHE_LARGE] = cache_large // GRAIN if cache else 0
+        self._threads = _ThreadCaches()
 
     def _open(self) -> None:
         if self.region is None or self.region.closed:
@@ -98,6 +152,11 @@ class Heap:
     @property
     def zero_in_lock(self) -> bool:
         return bool(self.state.ctl[H_ZERO_IN_LOCK])
+
+    @property
+    def cache(self) -> bool:
+        """Whether freed small blocks are kept in per-lcore caches."""
+        return bool(self.state.ctl[H_CACHE_GRAINS] or self.state.ctl[H_CACHE_LARGE])
 
     @property
     def base(self) -> int:
@@ -122,22 +181,36 @@ class Heap:
             raise error_for(rc, f"{what}: error {rc}")
         return rc
 
-    def malloc(self, size: int, align: int = 0) -> int:
+    def _lcore(self, lcore) -> int:
+        """The lcore of a call; remembers it so that the thread's exit flushes its cache."""
+        lc = check_lcore(lcore)
+        if lc != LCORE_ANY and self.cache:
+            guards = self._threads.guards
+            if lc not in guards:
+                guards[lc] = _FlushGuard(self, lc)
+        return lc
+
+    def malloc(self, size: int, align: int = 0, *, lcore=None) -> int:
         """Address of a block of at least ``size`` bytes (contents undefined)."""
         size, align = self._args(size, align)
-        return self._result(int(heap_malloc(self.state, size, align)), f"malloc({size})")
+        lc = self._lcore(lcore)
+        return self._result(int(heap_lcore_malloc(self.state, lc, size, align)),
+                            f"malloc({size})")
 
-    def zmalloc(self, size: int, align: int = 0) -> int:
+    def zmalloc(self, size: int, align: int = 0, *, lcore=None) -> int:
         """As :meth:`malloc`, and the block reads as zeros."""
         size, align = self._args(size, align)
-        return self._result(int(heap_zmalloc(self.state, size, align)), f"zmalloc({size})")
+        lc = self._lcore(lcore)
+        return self._result(int(heap_lcore_zmalloc(self.state, lc, size, align)),
+                            f"zmalloc({size})")
 
-    def calloc(self, num: int, size: int, align: int = 0) -> int:
+    def calloc(self, num: int, size: int, align: int = 0, *, lcore=None) -> int:
         num = check_count(num, "num", lo=1)
         size, align = self._args(size, align)
         if num * size > self._MAX_BYTES:
             raise OutOfMemory(f"calloc({num}, {size}): no heap holds {num * size} bytes", E_NOMEM)
-        return self._result(int(heap_calloc(self.state, num, size, align)),
+        lc = self._lcore(lcore)
+        return self._result(int(heap_lcore_zmalloc(self.state, lc, num * size, align)),
                             f"calloc({num}, {size})")
 
     def realloc(self, ptr: int, size: int, align: int = 0) -> int:
@@ -169,13 +242,22 @@ class Heap:
         raise InvalidHandle(f"{what}({ptr:#x}): not the start of a block of this heap "
                             f"(it is inside the element at offset {g * GRAIN:#x})", rc)
 
-    def free(self, ptr: int) -> None:
+    def free(self, ptr: int, *, lcore=None) -> None:
         """Return a block; 0 is ignored.  ``InvalidHandle`` for an address that is not a block
-        of this heap, ``DoubleFree`` for one already freed; the heap is unchanged then."""
+        of this heap, ``DoubleFree`` for one already freed (also while it sits in a cache); the
+        heap is unchanged then."""
         ptr = self._ptr(ptr)
-        rc = int(heap_free(self.state, ptr))
+        lc = self._lcore(lcore)
+        rc = int(heap_lcore_free(self.state, lc, ptr))
         if rc < 0:
             self._raise_bad_ptr(ptr, rc, "free")
+
+    def flush_cache(self, lcore=LCORE_ANY) -> int:
+        """Return the blocks held in ``lcore``'s cache (default: every lcore's) to the shared
+        heap; the number of blocks.  Safe while other threads use the heap."""
+        self._open()
+        lc = check_lcore(lcore if lcore is not None else LCORE_ANY)
+        return int(heap_cache_flush(self.state, lc))
 
     # -- inspection ---------------------------------------------------------------------------
     def usable_size(self, ptr: int) -> int:
@@ -199,7 +281,10 @@ class Heap:
         return self._ptr(ptr) - self.base
 
     def stats(self) -> dict:
-        """``rte_malloc_get_socket_stats`` fields: sizes in bytes, counts of elements."""
+        """``rte_malloc_get_socket_stats`` fields: sizes in bytes, counts of elements; plus
+        ``cached_bytes`` / ``cached_count``, what the lcore caches hold.  Cached blocks count as
+        free (``heap_freesz_bytes``), not as allocated; ``free_count`` and
+        ``greatest_free_size`` describe the shared heap's free elements."""
         self._open()
         out = np.zeros(len(STAT_NAMES), np.int64)
         heap_get_stats(self.state, out)
@@ -218,9 +303,12 @@ class Heap:
             raise err
 
     def close(self) -> None:
-        """Unmap the heap's region (if the heap created it); every later call is refused."""
+        """Flush every lcore cache into the heap (on a region the heap does not own, the heap's
+        memory is then left as if every block had been freed), then unmap the heap's region (if
+        the heap created it); every later call is refused."""
         if self.region is None:
             return
+        heap_cache_flush(self.state, LCORE_ANY)
         if self._own_region:
             self.region.close()
         self.region = None
@@ -230,5 +318,6 @@ class Heap:
             return "Heap(closed)"
         s = self.stats()
         return (f"Heap(size={self.size}, free={s['heap_freesz_bytes']}, "
-                f"alloc_count={s['alloc_count']}, zero_in_lock={self.zero_in_lock})")
+                f"alloc_count={s['alloc_count']}, cached={s['cached_count']}, "
+                f"zero_in_lock={self.zero_in_lock})")
 

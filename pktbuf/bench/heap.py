@@ -1,4 +1,9 @@
-"""Heap benchmark: malloc + free pairs per size, 1 and 2 threads, zero outside vs inside the lock.
+"""Heap benchmark: malloc + free pairs per size, 1 and 2 threads, three heaps, DPDK alongside.
+
+Three heaps are compared: ``outside`` (the default heap, ``Heap()``: freed blocks zeroed outside
+the lock, small ones kept in per-lcore caches), ``nocache`` (zeroed outside the lock, no caches:
+the previous default, ``Heap(cache=False)``) and ``inside`` (zeroed inside the lock, no caches:
+DPDK's placement, ``Heap(zero_in_lock=True)``).  Thread ``i`` calls the kernels as lcore ``i``.
 
 ``pktbuf bench heap`` runs :func:`main`; ``asv_bench/benchmarks/heap.py`` uses the same loops.
 Every loop runs inside one nogil kernel call, never one Python call per pair.  Figures:
@@ -10,8 +15,10 @@ Every loop runs inside one nogil kernel call, never one Python call per pair.  F
   over the *clean* runs, those in which every thread had its CPU >= 90 % of its running time
   (on this shared 2-core machine another process often holds one; such a run measures the
   scheduler, not the heap);
-* zero-outside / zero-inside aggregate throughput ratio with two threads (the seed idea's claim),
-  runs of the two variants interleaved;
+* outside / inside (the default heap over DPDK's placement: the A/B of the zeroing placement)
+  and nocache / inside aggregate throughput ratios with two threads, runs of
+  the variants interleaved (the order alternating round by round), with a 95 % bootstrap
+  confidence interval over the rounds;
 * 1 MiB pair / 1 MiB memset, one thread, alternating call by call (a free costs one memset).
 
 With ``--dpdk``, DPDK 22.11's ``rte_malloc`` / ``rte_zmalloc`` + ``rte_free`` run the same pairs
@@ -31,7 +38,7 @@ import numpy as np
 from .._jit import kernel
 from ..atomics import compiler_barrier, fetch_add, load_acquire
 from ..api.heap import Heap
-from ..heap.kernels import heap_free, heap_malloc
+from ..heap.kernels import heap_free, heap_lcore_free, heap_lcore_malloc, heap_malloc
 from ..rawmem import memset
 from . import results as R
 from .outputs import add_output_args, check_output_args, recorded, write_outputs
@@ -44,35 +51,36 @@ HEAP_BYTES = 64 << 20
 
 
 @kernel
-def malloc_free_pairs(heap, size, n, gate):
-    """``n`` malloc + free pairs of ``size`` bytes; waits at ``gate`` (count, needed) first so
-    that threads start together.  Returns the number of failed mallocs (0 expected)."""
+def malloc_free_pairs(heap, lcore, size, n, gate):
+    """``n`` malloc + free pairs of ``size`` bytes as ``lcore``; waits at ``gate`` (count,
+    needed) first so that threads start together.  Returns the number of failed mallocs (0
+    expected)."""
     fetch_add(gate, 0, 1)
     while load_acquire(gate, 0) < gate[1]:
         pass
     fails = 0
     for _ in range(n):
-        p = heap_malloc(heap, size, 0)
+        p = heap_lcore_malloc(heap, lcore, size, 0)
         if p < 0:
             fails += 1
             continue
-        heap_free(heap, p)
+        heap_lcore_free(heap, lcore, p)
     return fails
 
 
 @kernel
-def pair_chunks(heap, size, per_chunk, cyc):
+def pair_chunks(heap, lcore, size, per_chunk, cyc):
     """One thread: ``cyc.size`` chunks of ``per_chunk`` malloc + free pairs, each chunk timed
     with the TSC.  Returns the number of failed mallocs."""
     fails = 0
     for c in range(cyc.size):
         t0 = tsc_begin()
         for _ in range(per_chunk):
-            p = heap_malloc(heap, size, 0)
+            p = heap_lcore_malloc(heap, lcore, size, 0)
             if p < 0:
                 fails += 1
                 continue
-            heap_free(heap, p)
+            heap_lcore_free(heap, lcore, p)
         cyc[c] = tsc_end() - t0
     return fails
 
@@ -105,9 +113,18 @@ def pairs_for(size: int, budget_s: float | None = None) -> int:
     return max(50, int(budget_s / per))
 
 
-def new_heap(zero_in_lock: bool) -> Heap:
-    h = Heap(HEAP_BYTES, zero_in_lock=zero_in_lock)
-    malloc_free_pairs(h.state, 64, 10, np.array([0, 1], np.int64))    # compile / warm
+KINDS = {"outside": {}, "nocache": {"cache": False}, "inside": {"zero_in_lock": True}}
+ROW_KEY = {k: f"pktbuf_{k}" for k in KINDS}
+
+
+def new_heap(kind="outside") -> Heap:
+    """A heap of one of the ``KINDS`` (``True`` / ``False``: inside / nocache, the two heaps
+    this function made before the caches)."""
+    if kind is True or kind is False:
+        kind = "inside" if kind else "nocache"
+    h = Heap(HEAP_BYTES, **KINDS[kind])
+    malloc_free_pairs(h.state, 0, 64, 10, np.array([0, 1], np.int64))    # compile / warm
+    h.flush_cache()
     return h
 
 
@@ -127,7 +144,7 @@ def run_pairs(heap: Heap, size: int, n: int, threads: int) -> tuple[float, float
     def run(i):
         c0 = time.thread_time()
         w0 = time.perf_counter()
-        res[i] = malloc_free_pairs(heap.state, size, n, gate)
+        res[i] = malloc_free_pairs(heap.state, i, size, n, gate)
         w1 = time.perf_counter()
         share[i] = (time.thread_time() - c0) / max(w1 - w0, 1e-9)
 
@@ -188,7 +205,7 @@ class Variant:
 def pktbuf_variant(heap: Heap) -> Variant:
     def chunks(size, per, k):
         cyc = np.zeros(k, np.uint64)
-        if pair_chunks(heap.state, size, per, cyc):
+        if pair_chunks(heap.state, 0, size, per, cyc):
             raise RuntimeError("mallocs failed")
         return cyc.astype(np.float64) / per
 
@@ -253,24 +270,68 @@ def measure_variants(variants: dict, size: int, threads: int, repeat: int = 5) -
     return out
 
 
+def ratio_ci(a: list, b: list, seed: int = 12) -> tuple[float, float, float]:
+    """Ratio of the median throughputs of two interleaved series (``a[i]``, ``b[i]`` from one
+    round) and its 95 % bootstrap interval: rounds resampled with replacement, 2000 times."""
+    a = np.asarray(a, float)
+    b = np.asarray(b, float)
+    r = float(np.median(a) / np.median(b))
+    if a.size < 2:
+        return r, r, r
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, a.size, size=(2000, a.size))
+    boot = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return r, float(lo), float(hi)
+
+
+def measure_ab(size: int, repeat: int = 11, heaps: dict | None = None, pause: float = 0.0,
+               threads: int = 2) -> dict:
+    """Aggregate pairs/s of every heap in ``heaps`` (kind -> Heap; default: all ``KINDS``), one
+    run each per round, the order reversed every other round, ``repeat`` rounds after one
+    discarded warm-up round.  Returns {kind: [Mpairs/s per round]}, the clean-run counts, and
+    the ratios outside / inside and nocache / inside with their 95 % intervals.  ``pause``
+    seconds between rounds spread the runs over a longer window."""
+    own = heaps is None
+    heaps = heaps or {k: new_heap(k) for k in KINDS}
+    n = pairs_for(size)
+    names = list(heaps)
+    tput = {k: [] for k in names}
+    clean = {k: 0 for k in names}
+    for r in range(repeat + 1):
+        if pause and r:
+            time.sleep(pause)
+        for k in (names if r % 2 == 0 else names[::-1]):
+            wall, share = run_pairs(heaps[k], size, n, threads)
+            if r:
+                tput[k].append(threads * n / wall / 1e6)
+                clean[k] += share >= CLEAN_SHARE
+    out = {"mpairs_s": tput, "clean": clean, "runs": repeat, "pairs": n}
+    if "inside" in tput:
+        for k in ("outside", "nocache"):
+            if k in tput:
+                out[f"{k}/inside"] = ratio_ci(tput[k], tput["inside"])
+    if own:
+        for h in heaps.values():
+            h.close()
+    return out
+
+
 def measure_zero_ratio(size: int, threads: int = 2, repeat: int = 5,
                        heaps: dict | None = None, pause: float = 0.0) -> dict:
-    """Aggregate throughput, zero outside / inside the lock, runs interleaved (same sitting);
-    medians over clean runs.  ``pause`` seconds between rounds spread the runs over a longer
-    window, so that some land where the machine is quiet."""
-    heaps = heaps or {z: new_heap(z) for z in (False, True)}
-    n = pairs_for(size)
-    runs = {False: [], True: []}
-    for i in range(repeat):
-        if pause and i:
-            time.sleep(pause)
-        for z in (False, True):
-            runs[z].append(run_pairs(heaps[z], size, n, threads))
-    med = {z: _median_clean(r) for z, r in runs.items()}
-    out = {z: threads * n / m[0] / 1e6 for z, m in med.items()}
-    return {"outside_mpairs_s": out[False], "inside_mpairs_s": out[True],
-            "ratio": out[False] / out[True], "clean": min(m[1] for m in med.values()),
-            "runs": repeat}
+    """Aggregate throughput of the default heap (``outside``: zero outside the lock, lcore
+    caches) over the inside-the-lock heap, interleaved runs (see :func:`measure_ab`); with
+    ``heaps`` {False: ..., True: ...} (the old form) the first is the outside one."""
+    if heaps is not None and set(heaps) == {False, True}:
+        heaps = {"outside": heaps[False], "inside": heaps[True]}
+    if heaps is None:
+        heaps = {k: new_heap(k) for k in ("outside", "inside")}
+    m = measure_ab(size, repeat, heaps, pause, threads)
+    a = "outside"
+    r, lo, hi = m[f"{a}/inside"]
+    return {"outside_mpairs_s": float(np.median(m["mpairs_s"][a])),
+            "inside_mpairs_s": float(np.median(m["mpairs_s"]["inside"])),
+            "ratio": r, "ci": (lo, hi), "clean": min(m["clean"].values()), "runs": repeat}
 
 
 def measure_vs_memset(size: int = 1 << 20, repeat: int = 5, heap: Heap | None = None) -> dict:
@@ -290,7 +351,7 @@ def measure_vs_memset(size: int = 1 << 20, repeat: int = 5, heap: Heap | None = 
     return {"pair_ns": p, "memset_ns": m, "ratio": p / m}
 
 
-VARIANTS = ("pktbuf_outside", "pktbuf_inside", "dpdk_malloc", "dpdk_zmalloc")
+VARIANTS = ("pktbuf_outside", "pktbuf_nocache", "pktbuf_inside", "dpdk_malloc", "dpdk_zmalloc")
 
 
 def print_table(doc: dict, out=None) -> None:
@@ -304,12 +365,16 @@ def print_table(doc: dict, out=None) -> None:
     p(dpdk_line(doc["dpdk"]))
     if has:
         p("(rte_malloc runs on ordinary memory here (--no-huge); production runs on hugepages)")
-    p(f"{'size':>9} {'thr':>3} {'zero':>8} {'ns/pair/thr':>12} {'Mpairs/s':>9} {'clean':>6}"
+    p("outside = the default heap: zero outside the lock + lcore caches (Heap()); nocache = no caches "
+      "(Heap(cache=False)); inside = DPDK's placement (Heap(zero_in_lock=True))")
+    p(f"{'size':>9} {'thr':>3} {'heap':>8} {'ns/pair/thr':>12} {'Mpairs/s':>9} {'clean':>6}"
       + (f" {'rte_malloc':>10} {'rte_zmalloc':>11} {'pktbuf/rte_malloc':>17}" if has else ""))
     for r in doc["rows"]:
         dm, dz = r.get("dpdk_malloc"), r.get("dpdk_zmalloc")
-        for z in ("outside", "inside"):
-            f = r[f"pktbuf_{z}"]
+        for z in KINDS:
+            f = r.get(ROW_KEY[z])
+            if f is None:
+                continue
             if r["threads"] == 1:       # one thread: TSC-timed chunks
                 clean = f"{'tsc':>6}"
             else:
@@ -321,9 +386,13 @@ def print_table(doc: dict, out=None) -> None:
                 line += (f" {_num(dm, 10)} {_num(dz, 11)} "
                          + (f"{ratio:>17.2f}" if ratio is not None else f"{'-':>17}"))
             p(line)
+    if doc.get("lock_profiles"):
+        from .heap_locks import print_profiles
+        print_profiles([(f["heap"], f) for f in doc["lock_profiles"]], p)
     for e in doc["extras"]:
         tgt = f"  (target {e['target']})" if e.get("target") else ""
-        p(f"{e['name']:<52} {e['value']:>6.2f} {e['unit']}{tgt}")
+        ci = f" [{e['ci'][0]:.2f}, {e['ci'][1]:.2f}]" if e.get("ci") else ""
+        p(f"{e['name']:<56} {e['value']:>6.2f}{ci} {e['unit']}{tgt}")
 
 
 def _num(fig, w):
@@ -338,8 +407,11 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=11, help="runs per figure; medians are shown")
     ap.add_argument("--quick", action="store_true", help="3 runs per figure")
     ap.add_argument("--pause", type=float, default=0.0,
-                    help="seconds between the two-thread outside/inside rounds: with a large "
+                    help="seconds between the two-thread A/B rounds: with a large "
                          "--repeat, samples a busy machine over a long window for clean runs")
+    ap.add_argument("--locks", action="store_true",
+                    help="also profile the heap lock from inside (counted kernels): hold and "
+                         "wait times, handoffs/s, back-off, clearing cost, per kind and size")
     ap.add_argument("--dpdk", action="store_true",
                     help="also measure DPDK 22.11's rte_malloc/rte_zmalloc + rte_free, "
                          "alternating with pktbuf (needs gcc and pkg-config libdpdk)")
@@ -365,7 +437,7 @@ def main(argv=None) -> int:
     from .report import open_dpdk
     t0 = time.perf_counter()
     progress("compiling / warming ...")
-    heaps = {z: new_heap(z) for z in (False, True)}
+    heaps = {k: new_heap(k) for k in KINDS}
     machine = R.machine_info(tsc_hz())
     ref, dpdk = open_dpdk(args.dpdk, lcores=2)
     rows = []
@@ -373,8 +445,7 @@ def main(argv=None) -> int:
         for size in sizes:
             for threads in (1, 2):
                 progress(f"  size {size:>8} B, {threads} thread(s)")
-                variants = {"pktbuf_outside": pktbuf_variant(heaps[False]),
-                            "pktbuf_inside": pktbuf_variant(heaps[True])}
+                variants = {ROW_KEY[k]: pktbuf_variant(h) for k, h in heaps.items()}
                 if ref is not None:
                     variants["dpdk_malloc"] = dpdk_variant(ref, "malloc")
                     variants["dpdk_zmalloc"] = dpdk_variant(ref, "zmalloc")
@@ -383,8 +454,8 @@ def main(argv=None) -> int:
                 except DpdkFailed as e:
                     dpdk.update(status="failed", message=str(e))
                     ref = None
-                    figs = measure_variants({k: variants[k] for k in list(variants)[:2]},
-                                            size, threads, repeat)
+                    figs = measure_variants({k: v for k, v in variants.items()
+                                             if k.startswith("pktbuf")}, size, threads, repeat)
                 row = {"size": size, "threads": threads, "pairs": pairs_for(size)}
                 row.update({k: figs.get(k) for k in VARIANTS})
                 row["ratio"] = R.ratio(row["pktbuf_outside"], row["dpdk_malloc"])
@@ -396,18 +467,35 @@ def main(argv=None) -> int:
     if dpdk["status"] != "ok":
         for r in rows:
             r["dpdk_malloc"] = r["dpdk_zmalloc"] = r["ratio"] = r["ratio_inside"] = None
-    progress("  outside/inside ratios (2 threads, interleaved) ...")
+    progress("  outside / nocache / inside, 2 threads, interleaved rounds ...")
     extras = []
     for s in sizes:
-        z = measure_zero_ratio(s, 2, repeat, heaps, max(0.0, args.pause))
-        extras.append({"name": f"zero outside / inside the lock, 2 threads, {s} B",
-                       "value": z["ratio"], "unit": f"x aggregate pairs/s (clean {z['clean']}/{z['runs']})",
-                       "target": ">= 1.4 at 64 KiB - 1 MiB"})
+        m = measure_ab(s, repeat, heaps, max(0.0, args.pause))
+        for k, tgt in (("outside", ">= 1.0 up to 4 KiB, >= 1.7 at 64 KiB - 1 MiB"), ("nocache", None)):
+            r, lo, hi = m[f"{k}/inside"]
+            extras.append({"name": f"2 threads, {s} B: {k} / inside", "value": r, "ci": [lo, hi],
+                           "unit": f"x aggregate pairs/s (95% CI; {repeat} rounds, clean "
+                                   f"{m['clean'][k]}/{m['clean']['inside']})",
+                           "target": tgt})
+    for r in rows:
+        if r["threads"] == 1 and r["size"] == 64 and r.get("ratio") is not None:
+            extras.append({"name": "1 thread, 64 B pair: outside / rte_malloc+rte_free",
+                           "value": r["ratio"], "unit": f"x ({r['pktbuf_outside']['median']:.1f} "
+                           f"vs {r['dpdk_malloc']['median']:.1f} ns)", "target": "<= 1.0"})
     progress("  1 MiB pair vs 1 MiB memset ...")
-    vm = measure_vs_memset(1 << 20, 2 * repeat + 1, heaps[False])
+    vm = measure_vs_memset(1 << 20, 2 * repeat + 1, heaps["outside"])
     extras.append({"name": "1 MiB pair / 1 MiB memset, 1 thread", "value": vm["ratio"],
                    "unit": f"x ({vm['pair_ns'] / 1e3:.2f} vs {vm['memset_ns'] / 1e3:.2f} us)",
                    "target": "<= 1.2"})
+    profiles = []
+    if args.locks:
+        from .heap_locks import lock_profile
+        progress("  lock profiles (counted kernels) ...")
+        for s in sizes:
+            for threads in (1, 2):
+                for k, h in heaps.items():
+                    h.flush_cache()
+                    profiles.append((k, lock_profile(h, s, pairs_for(s), threads)))
     for h in heaps.values():
         h.close()
     method = {"runs": repeat, "clean_share": CLEAN_SHARE, "heap_bytes": HEAP_BYTES,
@@ -415,6 +503,8 @@ def main(argv=None) -> int:
               "tsc_hz": round(tsc_hz()), "interleaved": True,
               "seconds": round(time.perf_counter() - t0, 1)}
     doc = R.document("heap", argv, machine, method, dpdk, rows, extras)
+    if profiles:
+        doc["lock_profiles"] = [dict(f, heap=k) for k, f in profiles]
     print_table(doc)
     rc = write_outputs(doc, args)
     return rc or (1 if dpdk["status"] == "failed" else 0)

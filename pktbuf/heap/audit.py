@@ -17,8 +17,11 @@ from numba.cpython.unsafe.numbers import leading_zeros
 from .._jit import kernel
 from ..errors import E_ALREADY, E_BADF, E_FAULT
 from ..rawmem import addr_u8
+from ..atomics import load_relaxed
 from ..spinlock import spin_is_locked, spin_lock, spin_unlock
 from .elem import _cls, _ptr_grain, _state
+from .layout import (C_BIN0, C_COUNT, C_GRAINS, C_LARGE, C_LOCK, CACHE_BINS, CACHE_LINE_I32, CACHE_ROW,
+                     CACHE_ROWS, ELEM_CACHED, V_CACHE)
 from .layout import (ELEM_BUSY, ELEM_FREE, ELEM_FREEING, ELEM_NONE, GRAIN_SHIFT, H_ALLOC_COUNT,
                      H_ALLOC_GRAINS, H_BASE, H_FREE_COUNT, H_FREE_GRAINS, H_HEADS, H_LOCK,
                      H_NGRAINS, H_NONEMPTY, N_CLASSES, V_ADJACENT_FREE, V_BITMAP, V_COUNTERS,
@@ -37,7 +40,7 @@ def heap_malloc_validate(heap, ptr):
     st = _state(heap.elems, g)
     if st == ELEM_BUSY:
         return np.int64(heap.elems[g].size) << GRAIN_SHIFT
-    if st == ELEM_FREE or st == ELEM_FREEING:
+    if st == ELEM_FREE or st == ELEM_FREEING or st == ELEM_CACHED:
         return np.int64(E_ALREADY)
     return np.int64(E_BADF)
 
@@ -68,11 +71,28 @@ def heap_find_elem(heap, ptr):
 
 
 @kernel
+def _cached_totals(heap):
+    """Blocks and grains in all lcore caches (a snapshot: relaxed reads of each row)."""
+    n = np.int64(0)
+    grains = np.int64(0)
+    for lc in range(CACHE_ROWS):
+        r = lc * CACHE_ROW
+        n += load_relaxed(heap.cache, r + C_COUNT)
+        grains += load_relaxed(heap.cache, r + C_GRAINS)
+    return n, grains
+
+
+@kernel
 def heap_get_stats(heap, out):
-    """``rte_malloc_get_socket_stats``: ``out[:6]`` = total, free, allocated bytes, greatest free
-    block (bytes), free elements, allocated elements (see ``layout.STAT_NAMES``)."""
+    """``rte_malloc_get_socket_stats``: ``out[:8]`` = total, free, allocated bytes, greatest free
+    block (bytes), free elements, allocated elements (see ``layout.STAT_NAMES``), then the
+    bytes and blocks held in lcore caches.  Cached blocks are free for the user: they count in
+    the free bytes and not in the allocated bytes and elements; ``free_count`` and the greatest
+    free block are of the shared heap's free elements (a cached block serves only its lcore and
+    its size).  The cache figures are a snapshot while other threads run."""
     ctl = heap.ctl
     elems = heap.elems
+    ncached, gcached = _cached_totals(heap)
     spin_lock(ctl, H_LOCK)
     big = np.int64(0)
     bits = np.uint64(ctl[H_NONEMPTY])
@@ -84,11 +104,13 @@ def heap_get_stats(heap, out):
                 big = np.int64(elems[g].size)
             g = np.int64(elems[g].fnext)
     out[0] = ctl[H_NGRAINS] << GRAIN_SHIFT
-    out[1] = ctl[H_FREE_GRAINS] << GRAIN_SHIFT
-    out[2] = ctl[H_ALLOC_GRAINS] << GRAIN_SHIFT
+    out[1] = (ctl[H_FREE_GRAINS] + gcached) << GRAIN_SHIFT
+    out[2] = (ctl[H_ALLOC_GRAINS] - gcached) << GRAIN_SHIFT
     out[3] = big << GRAIN_SHIFT
     out[4] = ctl[H_FREE_COUNT]
-    out[5] = ctl[H_ALLOC_COUNT]
+    out[5] = ctl[H_ALLOC_COUNT] - ncached
+    out[6] = gcached << GRAIN_SHIFT
+    out[7] = ncached
     spin_unlock(ctl, H_LOCK)
     return 0
 
@@ -116,6 +138,7 @@ def heap_validate(heap, check_zero, info):
     free_grains = np.int64(0)
     nalloc = np.int64(0)
     alloc_grains = np.int64(0)
+    ncached = np.int64(0)
     reason = 0
     where = np.int64(-1)
     while g < n:
@@ -126,7 +149,7 @@ def heap_validate(heap, check_zero, info):
             reason = V_SIZE
             where = g
             break
-        if st != ELEM_FREE and st != ELEM_BUSY and st != ELEM_FREEING:
+        if st != ELEM_FREE and st != ELEM_BUSY and st != ELEM_FREEING and st != ELEM_CACHED:
             reason = V_STATE
             where = g
             break
@@ -170,6 +193,21 @@ def heap_validate(heap, check_zero, info):
             free_grains += size
             prev_free = True
         else:
+            if st == ELEM_CACHED:
+                ncached += 1
+                if e.dlo < e.dhi:
+                    reason = V_CACHE
+                    where = g
+                    break
+                if check_zero:
+                    mem = addr_u8(base + (g << GRAIN_SHIFT), size << GRAIN_SHIFT)
+                    for i in range(size << GRAIN_SHIFT):
+                        if mem[i] != 0:
+                            reason = V_NOT_ZERO
+                            where = g + (i >> GRAIN_SHIFT)
+                            break
+                    if reason != 0:
+                        break
             nalloc += 1
             alloc_grains += size
             prev_free = False
@@ -198,6 +236,49 @@ def heap_validate(heap, check_zero, info):
                 break
         if reason == 0 and listed != nfree:
             reason = V_FREE_LIST
+    if reason == 0:
+        # every cached element is in exactly one cache slot of its size; rows count right
+        listed = np.int64(0)
+        for lc in range(CACHE_ROWS):
+            r = lc * CACHE_ROW
+            c = heap.cache
+            rn = np.int64(0)
+            rg = np.int64(0)
+            if c[r + C_LOCK] != 0:
+                reason = V_LOCKED
+                where = -1
+                break
+            for bi in range(CACHE_BINS):
+                b = r + C_BIN0 + bi * CACHE_LINE_I32
+                for i in range(np.int64(c[b])):
+                    h = np.int64(c[b + 1 + i])
+                    if h < 0 or h >= n or elems[h].state != ELEM_CACHED or elems[h].size != bi + 1:
+                        reason = V_CACHE
+                        where = h
+                        break
+                    rn += 1
+                    rg += bi + 1
+                if reason != 0:
+                    break
+            if reason != 0:
+                break
+            v = np.int64(c[r + C_LARGE])
+            if v > 0:
+                h = v - 1
+                if h >= n or elems[h].state != ELEM_CACHED:
+                    reason = V_CACHE
+                    where = h
+                    break
+                rn += 1
+                rg += elems[h].size
+            if rn != c[r + C_COUNT] or rg != c[r + C_GRAINS]:
+                reason = V_CACHE
+                where = -1
+                break
+            listed += rn
+        if reason == 0 and listed != ncached:
+            reason = V_CACHE
+            where = -1
     if reason == 0 and (nfree != ctl[H_FREE_COUNT] or free_grains != ctl[H_FREE_GRAINS]
                         or nalloc != ctl[H_ALLOC_COUNT] or alloc_grains != ctl[H_ALLOC_GRAINS]):
         reason = V_COUNTERS

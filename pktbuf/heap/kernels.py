@@ -26,6 +26,14 @@ so every other thread waits for the memset of a large block.  Here:
 a concurrent free of it is refused.  The switch ``zero_in_lock`` (ctl word ``H_ZERO_IN_LOCK``)
 does the memset after taking the lock instead, the upstream placement, for the A/B benchmark.
 
+``heap_lcore_malloc`` / ``heap_lcore_zmalloc`` / ``heap_lcore_free`` take an lcore and put
+that lcore's cache of small freed blocks (:mod:`pktbuf.heap.cache`) in front of all this:
+a block of up to ``ctl[H_CACHE_GRAINS]`` grains is still claimed and zeroed by its free, then
+kept for the lcore's next malloc of the same size instead of merged, so the common case takes
+no heap lock at all.  ``heap_malloc`` & co. are these calls without an lcore.
+``heap_lcore_malloc_counted`` / ``heap_lcore_free_counted`` are the same with the heap lock's
+statistics compiled in (:mod:`pktbuf.heap.lock`).
+
 Dirty tracking (which bytes of a free element may be non-zero, so ``zmalloc`` clears only
 those) and the free-list, split and merge primitives are in :mod:`pktbuf.heap.elem`; the
 read-only kernels (``heap_malloc_validate``, ``heap_find_elem``, ``heap_get_stats``,
@@ -43,19 +51,24 @@ import numpy as np
 from .._jit import kernel
 from ..atomics import field_cas, field_store_release
 from ..errors import E_ALREADY, E_BADF, E_INVAL, E_NOMEM
+from ..lcore import LCORE_ANY
 from ..rawmem import memcpy, memset
-from ..spinlock import spin_lock, spin_unlock
 from .audit import heap_find_elem, heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
+from .cache import _cache_flush, _cache_flush_all, _cache_get, _cache_put, _cacheable
 from .elem import (_cls, _free_tail, _grains, _list_insert, _list_remove, _malloc_locked,
                    _merge_insert, _ptr_grain, _state)
-from .layout import (ELEM_BUSY, ELEM_FREE, ELEM_FREEING, ELEM_NONE, GRAIN, GRAIN_SHIFT,
-                     H_ALLOC_COUNT, H_ALLOC_GRAINS, H_BASE, H_FREE_COUNT, H_FREE_GRAINS, H_HEADS,
-                     H_LOCK, H_MAGIC, H_NGRAINS, H_ZERO_IN_LOCK, HEAP_CTL_WORDS, HEAP_MAGIC,
-                     MAX_GRAINS, N_CLASSES)
+from .layout import (CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, ELEM_FREE, ELEM_FREEING, ELEM_NONE,
+                     GRAIN, GRAIN_SHIFT, H_ALLOC_COUNT, H_ALLOC_GRAINS, H_BASE, H_FREE_COUNT,
+                     H_FREE_GRAINS, H_HEADS, H_LAST_OWNER, H_MAGIC, H_NGRAINS, H_ZERO_IN_LOCK,
+                     HEAP_CTL_WORDS, HEAP_MAGIC, MAX_GRAINS, N_CLASSES, H_CACHE_GRAINS,
+                     H_CACHE_LARGE)
+from .layout import LS_CACHE_HIT, LS_CACHE_PUT
+from .lock import _lock, _row, _unlock, _zero_begin, _zero_end
 
 __all__ = ["heap_init", "heap_malloc", "heap_zmalloc", "heap_calloc", "heap_realloc",
            "heap_free", "heap_malloc_validate", "heap_get_stats", "heap_validate",
-           "heap_find_elem"]
+           "heap_find_elem", "heap_lcore_malloc", "heap_lcore_zmalloc", "heap_lcore_free",
+           "heap_cache_flush", "heap_lcore_malloc_counted", "heap_lcore_free_counted"]
 
 _MAX_SIZE = MAX_GRAINS * GRAIN
 
@@ -69,7 +82,7 @@ def _claim(elems, g):
     old = np.int64(field_cas(elems, g, "state", ELEM_BUSY, ELEM_FREEING))
     if old == ELEM_BUSY:
         return 0
-    if old == ELEM_FREE or old == ELEM_FREEING:
+    if old == ELEM_FREE or old == ELEM_FREEING or old == ELEM_CACHED:
         return E_ALREADY
     return E_BADF
 
@@ -86,9 +99,10 @@ def _check_args(size, align):
 # ---------------------------------------------------------------------------------------------
 # allocation (the search and the split are in .elem)
 
-@kernel
-def _malloc(heap, size, align):
-    """The common body of malloc/zmalloc/calloc: the block's grain, or a negative code."""
+@kernel(literal=("stats",))
+def _malloc_shared(heap, size, align, lcore, stats):
+    """The shared heap's malloc: the block's grain, or a negative code (``lcore`` only names
+    the statistics row)."""
     rc = _check_args(size, align)
     if rc < 0:
         return np.int64(rc)
@@ -96,11 +110,40 @@ def _malloc(heap, size, align):
     ctl = heap.ctl
     if s > ctl[H_NGRAINS]:
         return np.int64(E_NOMEM)
-    spin_lock(ctl, H_LOCK)
+    t = _lock(heap, lcore, stats)
     a = _malloc_locked(ctl, heap.elems, s, align)
-    spin_unlock(ctl, H_LOCK)
+    _unlock(heap, lcore, stats, t)
     if a < 0:
         return np.int64(E_NOMEM)
+    return a
+
+
+@kernel
+def _malloc(heap, size, align):
+    """The common body of malloc/zmalloc/calloc without an lcore: the block's grain, or a
+    negative code."""
+    return _malloc_shared(heap, size, align, LCORE_ANY, False)
+
+
+@kernel(literal=("stats",))
+def _lcore_malloc(heap, lcore, size, align, stats):
+    """malloc through ``lcore``'s cache: a cached block of the same size if there is one, else
+    the shared heap; on ENOMEM every cache is flushed and the shared heap tried again."""
+    rc = _check_args(size, align)
+    if rc < 0:
+        return np.int64(rc)
+    ctl = heap.ctl
+    s = _grains(size)
+    if align <= GRAIN and _cacheable(ctl, lcore, s):
+        a = _cache_get(heap, lcore, s, stats)
+        if a >= 0:
+            if stats:
+                heap.lockstat[_row(lcore) + LS_CACHE_HIT] += 1
+            return a
+    a = _malloc_shared(heap, size, align, lcore, stats)
+    if a == E_NOMEM and (ctl[H_CACHE_GRAINS] > 0 or ctl[H_CACHE_LARGE] > 0) \
+            and _cache_flush_all(heap) > 0:
+        a = _malloc_shared(heap, size, align, lcore, stats)
     return a
 
 
@@ -119,24 +162,62 @@ def _zero_dirty(heap, a):
 # ---------------------------------------------------------------------------------------------
 # freeing (the merge is in .elem)
 
-@kernel
-def _free_claimed(heap, g):
-    """Free block ``g`` that we hold in FREEING state: zero it, then merge under the lock."""
+@kernel(inline="always")
+def _zero_block(heap, g, s, lcore, stats):
+    t = _zero_begin(stats)
+    memset(heap.ctl[H_BASE] + (g << GRAIN_SHIFT), 0, s << GRAIN_SHIFT)
+    _zero_end(heap, lcore, stats, t, s << GRAIN_SHIFT)
+
+
+@kernel(literal=("stats",))
+def _free_claimed_shared(heap, g, lcore, stats, zeroed):
+    """Free block ``g`` that we hold in FREEING state to the shared heap: zero it (unless
+    ``zeroed``), then merge under the lock."""
     ctl = heap.ctl
     elems = heap.elems
     s = np.int64(elems[g].size)
-    addr = ctl[H_BASE] + (g << GRAIN_SHIFT)
     in_lock = ctl[H_ZERO_IN_LOCK] != 0
-    if not in_lock:
-        memset(addr, 0, s << GRAIN_SHIFT)       # the seed idea: nobody waits for this
-    spin_lock(ctl, H_LOCK)
-    if in_lock:
-        memset(addr, 0, s << GRAIN_SHIFT)       # upstream placement: everyone waits
+    if not in_lock and not zeroed:
+        _zero_block(heap, g, s, lcore, stats)   # the seed idea: nobody waits for this
+    t = _lock(heap, lcore, stats)
+    if in_lock and not zeroed:
+        _zero_block(heap, g, s, lcore, stats)   # upstream placement: everyone waits
     _merge_insert(ctl, elems, g)
     ctl[H_ALLOC_COUNT] -= 1
     ctl[H_ALLOC_GRAINS] -= s
     ctl[H_FREE_GRAINS] += s
-    spin_unlock(ctl, H_LOCK)
+    _unlock(heap, lcore, stats, t)
+
+
+@kernel
+def _free_claimed(heap, g):
+    """Free block ``g`` that we hold in FREEING state: zero it, then merge under the lock."""
+    _free_claimed_shared(heap, g, LCORE_ANY, False, False)
+
+
+@kernel(literal=("stats",))
+def _lcore_free(heap, lcore, ptr, stats):
+    """free through ``lcore``'s cache: claim, zero (outside any lock), keep it in the cache if
+    it is small enough, else merge it into the shared heap."""
+    if ptr == 0:
+        return 0
+    g = _ptr_grain(heap.ctl, ptr)
+    if g < 0:
+        return E_BADF
+    rc = _claim(heap.elems, g)
+    if rc < 0:
+        return rc
+    s = np.int64(heap.elems[g].size)
+    if _cacheable(heap.ctl, lcore, s):
+        _zero_block(heap, g, s, lcore, stats)
+        if _cache_put(heap, lcore, g, s, stats):
+            if stats:
+                heap.lockstat[_row(lcore) + LS_CACHE_PUT] += 1
+            return 0
+        _free_claimed_shared(heap, g, lcore, stats, True)
+        return 0
+    _free_claimed_shared(heap, g, lcore, stats, False)
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,6 +238,9 @@ def heap_init(heap, base, ngrains, dirty):
     ctl[H_BASE] = base
     ctl[H_NGRAINS] = ngrains
     ctl[H_MAGIC] = HEAP_MAGIC
+    ctl[H_LAST_OWNER] = -1
+    heap.cache[:] = 0
+    heap.lockstat[:] = 0
     e = elems[0]
     e.state = ELEM_NONE
     e.size = ngrains
@@ -234,7 +318,7 @@ def _shrink(heap, g, ns):
     in_lock = ctl[H_ZERO_IN_LOCK] != 0
     if not in_lock:
         memset(taddr, 0, tlen << GRAIN_SHIFT)
-    spin_lock(ctl, H_LOCK)
+    t0 = _lock(heap, LCORE_ANY, False)
     if in_lock:
         memset(taddr, 0, tlen << GRAIN_SHIFT)
     elems[g].size = ns
@@ -248,7 +332,7 @@ def _shrink(heap, g, ns):
     _merge_insert(ctl, elems, t)
     ctl[H_ALLOC_GRAINS] -= tlen
     ctl[H_FREE_GRAINS] += tlen
-    spin_unlock(ctl, H_LOCK)
+    _unlock(heap, LCORE_ANY, False, t0)
 
 
 @kernel
@@ -261,7 +345,7 @@ def _grow_in_place(heap, g, ns):
     nx = g + s
     n = ctl[H_NGRAINS]
     done = False
-    spin_lock(ctl, H_LOCK)
+    t0 = _lock(heap, LCORE_ANY, False)
     if nx < n and _state(elems, nx) == ELEM_FREE and s + elems[nx].size >= ns:
         f = elems[nx]
         end = nx + np.int64(f.size)
@@ -275,7 +359,7 @@ def _grow_in_place(heap, g, ns):
         ctl[H_ALLOC_GRAINS] += ns - s
         ctl[H_FREE_GRAINS] -= ns - s
         done = True
-    spin_unlock(ctl, H_LOCK)
+    _unlock(heap, LCORE_ANY, False, t0)
     return done
 
 
@@ -321,3 +405,67 @@ def heap_realloc(heap, ptr, size, align):
     memcpy(dst, np.int64(ptr), keep << GRAIN_SHIFT)
     _free_claimed(heap, g)
     return dst
+
+
+# ---------------------------------------------------------------------------------------------
+# through an lcore's cache
+
+@kernel
+def heap_lcore_malloc(heap, lcore, size, align):
+    """heap_malloc through the cache of ``lcore`` (0 .. MAX_LCORE - 1; ``LCORE_ANY`` = -1 uses
+    the shared heap only): a block of the same grain count that this lcore freed, if its
+    cache holds one (no heap lock), else the shared heap; before reporting -12 every lcore's
+    cache is flushed and the shared heap tried again.  Cached blocks read as zeros.  Two
+    threads must not use one lcore id at once (if they do, they bypass the cache, see
+    :mod:`.cache`)."""
+    a = _lcore_malloc(heap, lcore, size, align, False)
+    if a < 0:
+        return a
+    return heap.ctl[H_BASE] + (a << GRAIN_SHIFT)
+
+
+@kernel
+def heap_lcore_zmalloc(heap, lcore, size, align):
+    """heap_zmalloc through ``lcore``'s cache (a cached block is zero: no memset)."""
+    a = _lcore_malloc(heap, lcore, size, align, False)
+    if a < 0:
+        return a
+    _zero_dirty(heap, a)
+    return heap.ctl[H_BASE] + (a << GRAIN_SHIFT)
+
+
+@kernel
+def heap_lcore_free(heap, lcore, ptr):
+    """heap_free through ``lcore``'s cache: the block is claimed and zeroed as by heap_free, then
+    kept in the cache when it is small enough (a full bin first returns its older half to the
+    shared heap), else merged into the shared heap.  Returns as heap_free: 0, -9, -114 (also
+    for a block that sits in a cache: it is free)."""
+    return _lcore_free(heap, lcore, ptr, False)
+
+
+@kernel
+def heap_cache_flush(heap, lcore):
+    """Return the blocks of ``lcore``'s cache (``LCORE_ANY``: of every lcore) to the shared heap,
+    merging them there; the number of blocks.  Safe while the lcore runs (it waits for the
+    row's lock)."""
+    if lcore == LCORE_ANY:
+        return _cache_flush_all(heap)
+    if lcore < 0 or lcore >= CACHE_ROWS:
+        return np.int64(E_INVAL)
+    return _cache_flush(heap, lcore, False)
+
+
+@kernel
+def heap_lcore_malloc_counted(heap, lcore, size, align):
+    """heap_lcore_malloc, instrumented: lock statistics in ``heap.lockstat`` (see
+    :mod:`.lock`).  For measurements; the other kernels never count."""
+    a = _lcore_malloc(heap, lcore, size, align, True)
+    if a < 0:
+        return a
+    return heap.ctl[H_BASE] + (a << GRAIN_SHIFT)
+
+
+@kernel
+def heap_lcore_free_counted(heap, lcore, ptr):
+    """heap_lcore_free, instrumented (see heap_lcore_malloc_counted)."""
+    return _lcore_free(heap, lcore, ptr, True)

@@ -5,7 +5,34 @@ import numpy as np
 import pytest
 
 from pktbuf.api.heap import GRAIN, Heap
-from pktbuf.heap.layout import ELEM_BUSY, ELEM_FREE, ELEM_FREEING, ELEM_NONE
+from pktbuf.heap.layout import (C_BIN0, C_COUNT, C_GRAINS, C_LARGE, CACHE_BINS, CACHE_LINE_I32, CACHE_ROW,
+                                CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, ELEM_FREE, ELEM_FREEING,
+                                ELEM_NONE)
+
+
+def cached_blocks(heap: Heap) -> dict[int, tuple[int, int]]:
+    """grain -> (lcore, grains) of every block the lcore caches hold, read with NumPy; asserts
+    that the rows' counters agree and that no block is held twice."""
+    c = heap.state.cache.reshape(CACHE_ROWS, CACHE_ROW)
+    out = {}
+    for lc in range(CACHE_ROWS):
+        n = grains = 0
+        for b in range(CACHE_BINS):
+            line = c[lc, C_BIN0 + b * CACHE_LINE_I32:C_BIN0 + (b + 1) * CACHE_LINE_I32]
+            for gr in line[1:1 + line[0]]:
+                assert int(gr) not in out, f"block {int(gr)} cached twice"
+                out[int(gr)] = (lc, b + 1)
+                n += 1
+                grains += b + 1
+        if c[lc, C_LARGE] > 0:                      # the large slot
+            gr = int(c[lc, C_LARGE]) - 1
+            assert gr not in out, f"block {gr} cached twice"
+            size = int(heap.state.elems[gr]["size"])
+            out[gr] = (lc, size)
+            n += 1
+            grains += size
+        assert (int(c[lc, C_COUNT]), int(c[lc, C_GRAINS])) == (n, grains), f"lcore {lc} counters"
+    return out
 
 
 def walk(heap: Heap) -> list[tuple[int, int, int, int, int]]:
@@ -30,6 +57,8 @@ def check_invariants(heap: Heap, live: dict[int, int] | None = None) -> list:
     * the ``prev`` links follow the order;
     * no two free elements are adjacent;
     * every free byte outside its element's dirty range is zero;
+    * the cached elements are exactly the blocks the lcore caches hold, each of its bin's size,
+      with an empty dirty range and every byte zero;
     * with ``live`` (block address -> requested size): the busy elements are exactly those
       blocks, each large enough, and every byte is accounted for (free + busy = total).
     """
@@ -41,12 +70,19 @@ def check_invariants(heap: Heap, live: dict[int, int] | None = None) -> list:
     assert (states[~starts] == ELEM_NONE).all(), "stray element start inside an element"
     prev = -1
     for start, size, st, lo, hi in els:
-        assert st in (ELEM_FREE, ELEM_BUSY, ELEM_FREEING)
+        assert st in (ELEM_FREE, ELEM_BUSY, ELEM_FREEING, ELEM_CACHED)
         assert int(e[start]["prev"]) == prev
         prev = start
     for (s1, _, st1, _, _), (s2, _, st2, _, _) in zip(els, els[1:]):
         assert not (st1 == ELEM_FREE and st2 == ELEM_FREE), f"adjacent free elements at {s1}, {s2}"
     mem = heap.region.array
+    cached = cached_blocks(heap)
+    assert sorted(cached) == [s for s, _, st, _, _ in els if st == ELEM_CACHED]
+    for start, size, st, lo, hi in els:
+        if st == ELEM_CACHED:
+            assert cached[start][1] == size and lo >= hi
+            assert not mem[start * GRAIN:(start + size) * GRAIN].any(), \
+                f"non-zero byte in cached block {start}"
     for start, size, st, lo, hi in els:
         if st != ELEM_FREE:
             continue
@@ -62,11 +98,13 @@ def check_invariants(heap: Heap, live: dict[int, int] | None = None) -> list:
         for p, n in live.items():
             assert busy[p] >= n
         free = sum(size for _, size, st, _, _ in els if st == ELEM_FREE) * GRAIN
-        assert free + sum(busy.values()) == heap.size
+        in_cache = sum(size for _, size, st, _, _ in els if st == ELEM_CACHED) * GRAIN
+        assert free + in_cache + sum(busy.values()) == heap.size
         st = heap.stats()
         assert st["alloc_count"] == len(live)
         assert st["heap_allocsz_bytes"] == sum(busy.values())
-        assert st["heap_freesz_bytes"] == free
+        assert st["heap_freesz_bytes"] == free + in_cache
+        assert st["cached_bytes"] == in_cache and st["cached_count"] == len(cached)
         assert st["free_count"] == sum(1 for x in els if x[2] == ELEM_FREE)
         assert st["greatest_free_size"] == max([x[1] for x in els if x[2] == ELEM_FREE],
                                                default=0) * GRAIN
@@ -76,11 +114,12 @@ def check_invariants(heap: Heap, live: dict[int, int] | None = None) -> list:
 
 def snapshot(heap: Heap):
     return (heap.state.ctl.copy(), heap.state.elems[:heap.ngrains].copy(),
-            heap.region.array.copy())
+            heap.region.array.copy(), heap.state.cache.copy())
 
 
 def assert_unchanged(heap: Heap, snap):
-    ctl, elems, mem = snap
+    ctl, elems, mem, cache = snap
+    assert np.array_equal(heap.state.cache, cache)
     assert np.array_equal(heap.state.ctl, ctl)
     assert np.array_equal(heap.state.elems[:heap.ngrains], elems)
     assert np.array_equal(heap.region.array, mem)

@@ -17,9 +17,13 @@ def g(heap, p):
     return (p - heap.base) // GRAIN
 
 
+# These tests pin down the shared heap's placement and merging, so their heaps have no lcore
+# caches (which keep small freed blocks out of the shared heap for their lcore's next malloc):
+# the caches are tested in test_cache.py, and the contract with caches in test_model.py.
+
 @pytest.fixture
 def heap(zero_in_lock):
-    h = Heap(GRAIN * 1000, zero_in_lock=zero_in_lock)
+    h = Heap(GRAIN * 1000, zero_in_lock=zero_in_lock, cache=False)
     yield h
     h.close()
 
@@ -27,7 +31,7 @@ def heap(zero_in_lock):
 def dirty_heap(grains=100, zero_in_lock=False):
     r = Region(grains * GRAIN)
     r.array[:] = 0xA5                       # memory someone used before us
-    return Heap(region=r, zero_in_lock=zero_in_lock)
+    return Heap(region=r, zero_in_lock=zero_in_lock, cache=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,13 +269,13 @@ def test_realloc_alignment_and_null(heap):
 def test_stats(heap):
     assert heap.stats() == dict(heap_totalsz_bytes=64000, heap_freesz_bytes=64000,
                                 heap_allocsz_bytes=0, greatest_free_size=64000, free_count=1,
-                                alloc_count=0)
+                                alloc_count=0, cached_bytes=0, cached_count=0)
     a = heap.malloc(1000)
     b = heap.malloc(1000)
     heap.free(a)
     assert heap.stats() == dict(heap_totalsz_bytes=64000, heap_freesz_bytes=64000 - 1024,
                                 heap_allocsz_bytes=1024, greatest_free_size=64000 - 2048,
-                                free_count=2, alloc_count=1)
+                                free_count=2, alloc_count=1, cached_bytes=0, cached_count=0)
     heap.free(b)
 
 

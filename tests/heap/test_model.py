@@ -5,7 +5,8 @@ it, zmalloc/calloc memory read as zeros, bad frees raised the right error and ch
 and the invariants of ``check_invariants`` hold (elements tile the heap, no adjacent free
 elements, free memory outside dirty ranges is zero, every byte is free or in a live block,
 statistics agree).  Heaps are clean or dirty (memory of unknown contents) and zero freed
-blocks outside or inside the lock.
+blocks outside the lock with or without lcore caches, or inside the lock; calls run as one of
+two lcores, and caches are flushed at random.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from pktbuf import DoubleFree, InvalidHandle, OutOfMemory
 from pktbuf.api.heap import GRAIN, Heap
-from pktbuf.heap.layout import ELEM_FREE
+from pktbuf.heap.layout import ELEM_CACHED, ELEM_FREE
 from pktbuf.shm import Region
 
 from .conftest import assert_unchanged, check_invariants, snapshot, walk
@@ -28,14 +29,16 @@ aligns = st.sampled_from([0, 0, 0, 64, 128, 1024, 4096])
 
 
 class HeapMachine(RuleBasedStateMachine):
-    @initialize(dirty=st.booleans(), zero_in_lock=st.booleans())
-    def setup(self, dirty, zero_in_lock):
+    @initialize(dirty=st.booleans(), kind=st.sampled_from(["cache", "outside", "inside"]))
+    def setup(self, dirty, kind):
+        kw = {"cache": {}, "outside": {"cache": False}, "inside": {"zero_in_lock": True}}[kind]
+        self.lcore = 0
         if dirty:
             r = Region(HEAP_GRAINS * GRAIN)
             r.array[:] = 0xC3
-            self.heap = Heap(region=r, zero_in_lock=zero_in_lock)
+            self.heap = Heap(region=r, **kw)
         else:
-            self.heap = Heap(HEAP_GRAINS * GRAIN, zero_in_lock=zero_in_lock)
+            self.heap = Heap(HEAP_GRAINS * GRAIN, **kw)
         self.model = NaiveHeap(self.heap.base, self.heap.size)
         self.stamp = 0
 
@@ -51,13 +54,14 @@ class HeapMachine(RuleBasedStateMachine):
     def _new_block(self, kind, size, align, num=1):
         free = self._free_elems()
         fits = NaiveHeap.fits(free, self.heap.base, size * num, align)
+        lc = self.lcore
         try:
             if kind == "malloc":
-                p = self.heap.malloc(size, align)
+                p = self.heap.malloc(size, align, lcore=lc)
             elif kind == "zmalloc":
-                p = self.heap.zmalloc(size, align)
+                p = self.heap.zmalloc(size, align, lcore=lc)
             else:
-                p = self.heap.calloc(num, size, align)
+                p = self.heap.calloc(num, size, align, lcore=lc)
         except OutOfMemory:
             assert not fits, f"{kind}({size * num}, {align}) failed although a free element fits"
             return
@@ -84,8 +88,16 @@ class HeapMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def free(self, data):
         p = data.draw(st.sampled_from(sorted(self.model.live)))
-        self.heap.free(p)
+        self.heap.free(p, lcore=self.lcore)
         self.model.on_free(p)
+
+    @rule(lcore=st.sampled_from([0, 1, -1]))
+    def switch_lcore(self, lcore):
+        self.lcore = lcore
+
+    @rule(lcore=st.sampled_from([0, 1, -1]))
+    def flush(self, lcore):
+        self.heap.flush_cache(lcore)
 
     @precondition(lambda self: self.model.live)
     @rule(data=st.data(), size=sizes, align=aligns)
@@ -119,16 +131,20 @@ class HeapMachine(RuleBasedStateMachine):
         p = data.draw(st.sampled_from(cands))
         if model.free_error(p) is None:
             return                                  # it became a live block again
-        # expected error: a grain-aligned address inside a free element is a double free
-        # (freed before, maybe merged since); anything else is not a block of this heap
+        # expected error: a grain-aligned address inside a free element, or the start of a
+        # block held in an lcore cache, is a double free (freed before, maybe merged since);
+        # anything else is not a block of this heap
         want = InvalidHandle
         if (p - heap.base) % GRAIN == 0:
             for s, n in self._free_elems():
                 if heap.base + s * GRAIN <= p < heap.base + (s + n) * GRAIN:
                     want = DoubleFree
+            if any(heap.base + s * GRAIN == p for s, _, state, _, _ in walk(heap)
+                   if state == ELEM_CACHED):
+                want = DoubleFree
         snap = snapshot(heap)
         try:
-            heap.free(p)
+            heap.free(p, lcore=self.lcore)
         except (DoubleFree, InvalidHandle) as e:
             assert type(e) is want, f"free({p:#x}) raised {type(e).__name__}, not {want.__name__}"
         else:
@@ -145,6 +161,7 @@ class HeapMachine(RuleBasedStateMachine):
         for p in list(self.model.live):
             self.heap.free(p)
         if hasattr(self, "heap"):
+            self.heap.flush_cache()
             els = walk(self.heap)
             assert len(els) == 1 and els[0][2] == ELEM_FREE
             check_invariants(self.heap, {})

@@ -3,7 +3,9 @@
 Stress: each thread keeps up to 24 blocks of random size (64 B .. 70 KB, sometimes aligned),
 writes a pattern unique to (thread, block) over the whole requested size, and checks it before
 freeing or after a realloc; zmalloc/calloc blocks are checked for zeros first.  About a second
-per run, both zeroing placements.  Afterwards the heap must be one free, zero element again.
+per run, both zeroing placements, and with the lcore caches (each thread its own lcore) or
+without (``LCORE_ANY``).  Afterwards (caches flushed) the heap must be one free, zero element
+again.
 
 Races on one pointer: two threads free the same blocks at the same time; exactly one free of
 each block may succeed.
@@ -53,7 +55,7 @@ def _is_zero(addr, n):
 
 
 @njit(nogil=True, cache=True)
-def _stress(heap, tid, iters, seed, gate, out):
+def _stress(heap, tid, lcore, iters, seed, gate, out):
     np.random.seed(seed)
     ptr = np.zeros(SLOTS, np.int64)
     size = np.zeros(SLOTS, np.int64)
@@ -85,7 +87,7 @@ def _stress(heap, tid, iters, seed, gate, out):
                 else:
                     oom += 1
             else:
-                if K.heap_free(heap, ptr[k]) != 0:
+                if K.heap_lcore_free(heap, lcore, ptr[k]) != 0:
                     bad += 1
                 ptr[k] = 0
         else:
@@ -96,9 +98,9 @@ def _stress(heap, tid, iters, seed, gate, out):
                 p = K.heap_calloc(heap, 4, (n + 3) // 4, 0)
                 n = 4 * ((n + 3) // 4)
             elif r >= 4:
-                p = K.heap_zmalloc(heap, n, align)
+                p = K.heap_lcore_zmalloc(heap, lcore, n, align)
             else:
-                p = K.heap_malloc(heap, n, align)
+                p = K.heap_lcore_malloc(heap, lcore, n, align)
             if p <= 0:
                 oom += 1
                 continue
@@ -116,7 +118,7 @@ def _stress(heap, tid, iters, seed, gate, out):
         if ptr[k] != 0:
             if not _check(ptr[k], size[k], tag[k]):
                 bad += 1
-            if K.heap_free(heap, ptr[k]) != 0:
+            if K.heap_lcore_free(heap, lcore, ptr[k]) != 0:
                 bad += 1
     out[0] = bad
     out[1] = oom
@@ -132,16 +134,21 @@ def _run_threads(target, args_per_thread):
         t.join()
 
 
+@pytest.mark.parametrize("lcores", ["shared", "own-lcore"])
 @pytest.mark.parametrize("threads", [2, 3])
-def test_stress_patterns(zero_in_lock, threads):
+def test_stress_patterns(zero_in_lock, threads, lcores):
     heap = Heap(24 << 20, zero_in_lock=zero_in_lock)
     out = np.zeros((threads, 4), np.int64)
-    _stress(heap.state, 0, 50, 1, np.array([0, 1], np.int64), out[0])    # compile
+    _stress(heap.state, 0, 0, 50, 1, np.array([0, 1], np.int64), out[0])    # compile
     gate = np.array([0, threads], np.int64)
     iters = 90_000 if threads == 2 else 60_000                          # ~1 s in total
-    _run_threads(_stress, [(heap.state, t, iters, 100 + t, gate, out[t]) for t in range(threads)])
+    lc = [t if lcores == "own-lcore" else -1 for t in range(threads)]
+    _run_threads(_stress, [(heap.state, t, lc[t], iters, 100 + t, gate, out[t])
+                           for t in range(threads)])
     assert out[:, 0].tolist() == [0] * threads, "a block lost its pattern, or a call failed"
     assert (out[:, 2] > iters // 2).all()
+    check_invariants(heap, {})
+    heap.flush_cache()
     els = walk(heap)
     assert len(els) == 1 and els[0][2] == ELEM_FREE
     check_invariants(heap, {})

@@ -55,6 +55,11 @@ def battery(heap):
             refused(heap, lambda: call(bad), exc)
         if not isinstance(bad, int) or isinstance(bad, bool):
             refused(heap, lambda: heap.offset(bad), exc)
+    for bad in (-2, 128, 1.5, "0", True):
+        for call in (lambda: heap.malloc(8, lcore=bad), lambda: heap.zmalloc(8, lcore=bad),
+                     lambda: heap.calloc(2, 4, lcore=bad), lambda: heap.free(p, lcore=bad),
+                     lambda: heap.flush_cache(bad)):
+            refused(heap, call, InvalidArgument)
     refused(heap, lambda: heap.calloc(2 ** 40, 2 ** 40), OutOfMemory)
     refused(heap, lambda: heap.view(p, 1.0), InvalidArgument)
     refused(heap, lambda: heap.view(p, 10 ** 6), InvalidArgument)
