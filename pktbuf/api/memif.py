@@ -36,7 +36,6 @@ from .._jit import kernel
 from ..block import Block
 from ..errors import E_NOMEM, InvalidArgument, MemifDisconnected, check_count, check_handles
 from ..lcore import facade_lcore
-from ..mbuf.check import mbuf_check, pktmbuf_free_check
 from ..lcore import LCORE_ANY, MAX_LCORE
 from ..memif import layout as L
 from ..memif import proto as P
@@ -45,7 +44,7 @@ from ..memif.datapath import memif_rx_burst, memif_tx_burst
 from ..memif.device import MemifDevice, size_relation
 from ..memif.queue import PATH_NAMES, P_GENERAL, Q_EVENTFD
 from .pools import PktmbufPool
-from .port import raise_tx_check
+from .port import raise_tx_check, tx_check
 
 __all__ = ["Memif"]
 
@@ -64,15 +63,10 @@ def _py_tx(dom, q, lcore, pk, n, scratch):
     """Check every packet, then send: ``(0, sent, 0)``, or ``(1, CHK_* reason, index)`` for a
     packet that fails ``mbuf_check``, or ``(2, E_* code, 0)`` when freeing the sent packets
     would be illegal (listed twice, more often than referenced) -- then nothing was sent."""
-    for i in range(n):
-        rc = mbuf_check(dom, pk[i], True)
-        if rc != 0:
-            return 1, np.int64(rc), np.int64(i)
-    rc = pktmbuf_free_check(dom, pk, n, scratch)
-    if rc != 0:
-        return 2, np.int64(rc), np.int64(0)
-    sent = memif_tx_burst(dom, q, lcore, pk, n)
-    return 0, np.int64(sent), np.int64(0)
+    kind, val, idx = tx_check(dom, pk, n, scratch)
+    if kind != 0:
+        return kind, val, idx
+    return 0, np.int64(memif_tx_burst(dom, q, lcore, pk, n)), np.int64(0)
 
 
 # -- argument checks ------------------------------------------------------------------------------

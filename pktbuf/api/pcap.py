@@ -32,7 +32,6 @@ from ..ethdev.layout import K_PCAP
 from ..errors import (E_NOMEM, InvalidArgument, PcapError, PcapFormatError, PcapWriteError,
                       check_count, check_flag, check_handles)
 from ..lcore import check_lcore
-from ..mbuf.check import mbuf_check, pktmbuf_free_check
 from ..mbuf.dynfield import DYN_START
 from ..pcap import format as F
 from ..pcap import layout as L
@@ -40,7 +39,7 @@ from ..pcap.header import pcap_file_header, pcapng_file_header, probe_header
 from ..pcap.rx import pcap_rx_burst, pcap_rx_close, pcap_rx_eof
 from ..pcap.tx import pcap_tx_burst, pcap_tx_flush
 from .pools import PktmbufPool
-from .port import raise_tx_check
+from .port import raise_tx_check, tx_check
 
 __all__ = ["PcapPort", "DEVARGS", "UNSUPPORTED_DEVARGS"]
 
@@ -87,13 +86,9 @@ def _py_rx(dom, q, lcore, out, n):
 def _py_tx(dom, q, lcore, pk, n, scratch):
     """Check every packet, then write: ``(0, taken, 0)``, ``(1, CHK_* reason, index)`` or
     ``(2, E_* code, 0)`` -- then nothing was taken."""
-    for i in range(n):
-        rc = mbuf_check(dom, pk[i], True)
-        if rc != 0:
-            return 1, np.int64(rc), np.int64(i)
-    rc = pktmbuf_free_check(dom, pk, n, scratch)
-    if rc != 0:
-        return 2, np.int64(rc), np.int64(0)
+    kind, val, idx = tx_check(dom, pk, n, scratch)
+    if kind != 0:
+        return kind, val, idx
     return 0, np.int64(pcap_tx_burst(dom, q, lcore, pk, n)), np.int64(0)
 
 
