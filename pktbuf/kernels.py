@@ -59,8 +59,9 @@ from .pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error  # noqa: F401
 from .pcap.tx import pcap_tx_burst, pcap_tx_flush  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
 from .heap.audit import heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
-from .heap.kernels import (heap_calloc, heap_free, heap_malloc, heap_realloc,  # noqa: F401
-                           heap_zmalloc)
+from .heap.kernels import (heap_cache_flush, heap_calloc, heap_free,  # noqa: F401
+                           heap_lcore_free, heap_lcore_malloc, heap_lcore_zmalloc, heap_malloc,
+                           heap_realloc, heap_zmalloc)
 from .pagepool.arena import (alloc_page, alloc_pages_bulk, get_page, page_address,  # noqa: F401
                              page_ref_count, put_page)
 from .pagepool.alloc import page_pool_alloc_pages  # noqa: F401
