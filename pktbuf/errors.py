@@ -14,9 +14,13 @@ sees Python ints that fit its arguments and arrays of the one dtype and layout i
 for (a new dtype or layout would compile a new specialisation and, through the facade's direct
 entry points, be misread).
 
-=============  ======  ==============================================================
+=============  ======  =======================================================
+
+# ---------------------------------------------------------------------------------------------
 code           value   meaning
-=============  ======  ==============================================================
+=============  ======  =======================================================
+
+# ---------------------------------------------------------------------------------------------
 ``E_OK``         0     success
 ``E_NOENT``     -2     pool exhausted: not enough free objects (``-ENOENT`` as in DPDK)
 ``E_BADF``      -9     not a handle of a live object of this domain
@@ -29,7 +33,9 @@ code           value   meaning
 ``E_RANGE``    -34     out of range: adj/trim/read beyond the data, refcnt overflow/underflow
 ``E_OVERFLOW`` -75     chain would exceed 65535 segments
 ``E_ALREADY``  -114    object already free (double free)
-=============  ======  ==============================================================
+=============  ======  =======================================================
+
+# ---------------------------------------------------------------------------------------------
 """
 from __future__ import annotations
 
@@ -299,3 +305,19 @@ class TelemetryError(PktbufError):
     def __init__(self, msg: str = "", errno: int | None = None):
         super().__init__(msg)
         self.errno = errno
+
+
+# ---------------------------------------------------------------------------------------------
+# ports
+
+class PortError(PktbufError, OSError):
+    """A port cannot be opened or configured: the system refused (the message says what)."""
+
+
+class NoSuchInterface(PortError):
+    """The network interface a port names does not exist (in the caller's network namespace)."""
+
+
+class PermissionDenied(PortError, PermissionError):
+    """The system refused for lack of privilege (an ``AF_PACKET`` socket needs
+    ``CAP_NET_RAW``)."""

@@ -51,6 +51,8 @@ from .mempool.kernels import (mempool_avail_count, mempool_cache_flush, mempool_
 from .lcore import LCORE_ANY, MAX_LCORE  # noqa: F401
 from .memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noqa: F401
 from .eth_ring.burst import eth_ring_rx_burst, eth_ring_tx_burst  # noqa: F401
+from .af_packet.rx import af_packet_rx_burst, af_packet_rx_wait  # noqa: F401
+from .af_packet.tx import af_packet_tx_burst  # noqa: F401
 from .ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst  # noqa: F401
 from .memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401

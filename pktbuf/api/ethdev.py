@@ -35,8 +35,9 @@ __all__ = ["Ports", "DRIVERS", "driver_of"]
 DRIVERS = {
     "net_memif": ("pktbuf.api.memif_port", "MemifPort"),
     "net_ring": ("pktbuf.api.ring_port", "RingPort"),
+    "net_af_packet": ("pktbuf.api.af_packet", "AfPacketPort"),
 }
-ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring"}
+ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring", "eth_af_packet": "net_af_packet"}
 
 
 def driver_of(name: str) -> str:

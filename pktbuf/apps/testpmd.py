@@ -66,7 +66,8 @@ class Testpmd:
     def __init__(self, role: str = "server", socket: str = "", *, abstract: bool = True,
                  id: int = 0, secret: str | None = None, fwd: str = "io", lcores=None,
                  vdev_extra: str = "", vdevs=None, eal_extra=(), app_extra=(),
-                 lifetime: int = 120, mem: int = 256, mbufs: int = 8192):
+                 lifetime: int = 120, mem: int = 256, mbufs: int = 8192,
+                 netns: str | None = None):
         global _seq
         _seq += 1
         self.role = role
@@ -83,7 +84,8 @@ class Testpmd:
         prefix = f"{PREFIX}{os.getpid()}_{_seq}"
         self.prefix = prefix
         self.runtime_dir = os.path.join(runtime_base(), prefix)
-        self.argv = (["timeout", "--kill-after=5", str(lifetime), "stdbuf", "-oL", TESTPMD]
+        self.argv = ((["ip", "netns", "exec", netns] if netns else [])
+                     + ["timeout", "--kill-after=5", str(lifetime), "stdbuf", "-oL", TESTPMD]
                      + list(lcores or ["-l", "0-1"])
                      + ["--no-huge", "-m", str(mem), "--no-pci", f"--file-prefix={prefix}",
                         "--log-level=pmd.net.memif:info"] + vdev_args + list(eal_extra)

@@ -16,13 +16,16 @@ Each driver's kernel can also be called directly with its queue block (``port.rx
 from __future__ import annotations
 
 from .._jit import kernel
+from ..af_packet.layout import AF_PACKET_RXQ, AF_PACKET_TXQ  # noqa: F401
+from ..af_packet.rx import af_packet_rx_burst
+from ..af_packet.tx import af_packet_tx_burst
 from ..block import block_at
 from ..eth_ring.burst import eth_ring_rx_burst, eth_ring_tx_burst
 from ..eth_ring.layout import ETH_RING_QUEUE  # noqa: F401  (block_at needs the layouts known)
 from ..mbuf.layout import MBUF_DTYPE  # noqa: F401
 from ..memif.datapath import memif_rx_burst, memif_tx_burst
 from ..memif.queue import MEMIF_QUEUE  # noqa: F401
-from .layout import H_DOM, K_MEMIF, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX
+from .layout import H_DOM, K_AF_PACKET, K_MEMIF, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX
 
 __all__ = ["rx_burst", "tx_burst", "rx_queue_eof", "eth_domain"]
 
@@ -53,6 +56,8 @@ def rx_burst(eth, port, queue, lcore, pkts, n):
         return memif_rx_burst(dom, block_at(addr, "memif_queue"), lcore, pkts, n)
     if kind == K_RING:
         return eth_ring_rx_burst(dom, block_at(addr, "eth_ring_queue"), lcore, pkts, n)
+    if kind == K_AF_PACKET:
+        return af_packet_rx_burst(dom, block_at(addr, "af_packet_rxq"), lcore, pkts, n)
     return 0
 
 
@@ -65,6 +70,8 @@ def tx_burst(eth, port, queue, lcore, pkts, n):
         return memif_tx_burst(dom, block_at(addr, "memif_queue"), lcore, pkts, n)
     if kind == K_RING:
         return eth_ring_tx_burst(dom, block_at(addr, "eth_ring_queue"), lcore, pkts, n)
+    if kind == K_AF_PACKET:
+        return af_packet_tx_burst(dom, block_at(addr, "af_packet_txq"), lcore, pkts, n)
     return 0
 
 
