@@ -93,7 +93,7 @@ def test_ports_afpacket_fwd_quick(tmp_path):
         assert d["rate_ratio"] == d["pktbuf"]["loss_free_pps"] / d["testpmd"]["loss_free_pps"]
 
 
-def test_ports_afpacket_needs_root_says_so(tmp_path):
+def test_ports_afpacket_needs_root_says_so():
     """Without root the sections fail in one clear sentence (exit 1), and measure nothing."""
     import os
     import shutil
@@ -101,16 +101,22 @@ def test_ports_afpacket_needs_root_says_so(tmp_path):
     import pytest
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to drop to an unprivileged user")
-    out = tmp_path / "ports.json"
-    os.chmod(tmp_path, 0o777)
-    env = cli_env(NUMBA_CACHE_DIR=tmp_path / "numba")
     import subprocess
     import sys
+    import tempfile
     from .conftest import ROOT
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                        sys.executable, "-m", "pktbuf.cli", "bench", "ports", "--only",
-                        "afpacket_rx", "--quick", "--json", str(out)],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert "needs root" in r.stdout
-    assert json.loads(out.read_text())["afpacket_rx"]["status"] == "failed"
+    d = tempfile.mkdtemp(prefix="pktbuf-noroot-")     # in /tmp: reachable by nobody
+    os.chmod(d, 0o777)
+    out = os.path.join(d, "ports.json")
+    env = cli_env(NUMBA_CACHE_DIR=os.path.join(d, "numba"))
+    try:
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            sys.executable, "-m", "pktbuf.cli", "bench", "ports", "--only",
+                            "afpacket_rx", "--quick", "--json", out],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "needs root" in r.stdout
+        with open(out) as f:
+            assert json.load(f)["afpacket_rx"]["status"] == "failed"
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
