@@ -108,6 +108,9 @@ def main(argv=None) -> int:
     ap.add_argument("--search-rounds", type=int, default=3,
                     help="afpacket_fwd: alternating loss-free searches per side")
     ap.add_argument("--no-testpmd", action="store_true", help="AF_PACKET: pktbuf only")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="AF_PACKET: run both sides' receiver/forwarder at this nice value "
+                         "(negative: a larger CPU share on a shared machine)")
     a = ap.parse_args(argv)
     only = [s for s in a.only.split(",") if s]
     bad = [s for s in only if s not in SECTIONS]
@@ -132,8 +135,9 @@ def main(argv=None) -> int:
     if "afpacket_rx" in only or "afpacket_fwd" in only:
         from . import ports_afpacket as A
         import os
+        A.NICE["value"] = a.nice
         meta = out["afpacket"] = {"loadavg_start": os.getloadavg(), "cpus": os.cpu_count(),
-                                  "argv": sys.argv, "quick": a.quick}
+                                  "argv": sys.argv, "quick": a.quick, "nice": a.nice}
         probe = 0.5 if a.quick else 1.0
         if "afpacket_rx" in only:
             r = out["afpacket_rx"] = A.measure_rx(rounds=a.rounds, seconds=a.seconds,
