@@ -14,9 +14,13 @@ sees Python ints that fit its arguments and arrays of the one dtype and layout i
 for (a new dtype or layout would compile a new specialisation and, through the facade's direct
 entry points, be misread).
 
-=============  ======  ==============================================================
+=============  ======  =======================================================
+
+# ---------------------------------------------------------------------------------------------
 code           value   meaning
-=============  ======  ==============================================================
+=============  ======  =======================================================
+
+# ---------------------------------------------------------------------------------------------
 ``E_OK``         0     success
 ``E_NOENT``     -2     pool exhausted: not enough free objects (``-ENOENT`` as in DPDK)
 ``E_BADF``      -9     not a handle of a live object of this domain
@@ -29,7 +33,9 @@ code           value   meaning
 ``E_RANGE``    -34     out of range: adj/trim/read beyond the data, refcnt overflow/underflow
 ``E_OVERFLOW`` -75     chain would exceed 65535 segments
 ``E_ALREADY``  -114    object already free (double free)
-=============  ======  ==============================================================
+=============  ======  =======================================================
+
+# ---------------------------------------------------------------------------------------------
 """
 from __future__ import annotations
 

@@ -8,6 +8,14 @@ Sections (``--only`` picks some):
   block directly.  Samples alternate between the two, timed in-JIT with fenced TSC reads in
   chunks of whole iterations (a chunk hit by preemption, over 4x the median, is dropped);
   reported as ns per packet (median of the samples) and their ratio.
+* ``afpacket_rx``: the AF_PACKET port receiving 64-byte frames over a veth pair (``pktbuf fwd
+  --forward-mode rxonly``) against ``dpdk-testpmd --vdev net_af_packet0,...`` rxonly: busy
+  TSC cycles per packet of the receiver on CPU 1 at one fixed offered load from a paced
+  generator on CPU 0, alternating rounds (:mod:`.ports_afpacket`; needs root).
+* ``afpacket_fwd``: io forwarding between two veth pairs, pktbuf fwd against testpmd: busy
+  cycles per packet at a fixed load, and the loss-free rate (zero loss at the sink).
+
+The AF_PACKET method is in docs/bench.md ("AF_PACKET ports").
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ from numba import njit
 from ..kernels import eth_ring_rx_burst, eth_ring_tx_burst, rx_burst, tx_burst
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
-SECTIONS = ("dispatch",)
+SECTIONS = ("dispatch", "afpacket_rx", "afpacket_fwd")
 BURST = 32
 
 
@@ -90,12 +98,32 @@ def main(argv=None) -> int:
                     help="comma-separated subset of %(default)s")
     ap.add_argument("--quick", action="store_true", help="fewer samples")
     ap.add_argument("--json", metavar="FILE", help="write every figure as JSON")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="AF_PACKET: alternating pktbuf/testpmd rounds at the fixed load")
+    ap.add_argument("--seconds", type=float, default=3.0,
+                    help="AF_PACKET: seconds of offered load per run")
+    ap.add_argument("--rate", type=float, default=None, metavar="KPPS",
+                    help="AF_PACKET: the fixed offered load in kpps (default: half the lower "
+                         "unpaced rate, measured first)")
+    ap.add_argument("--search-rounds", type=int, default=3,
+                    help="afpacket_fwd: alternating loss-free searches per side")
+    ap.add_argument("--no-testpmd", action="store_true", help="AF_PACKET: pktbuf only")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="AF_PACKET: run both sides' receiver/forwarder at this nice value "
+                         "(negative: a larger CPU share on a shared machine)")
     a = ap.parse_args(argv)
     only = [s for s in a.only.split(",") if s]
     bad = [s for s in only if s not in SECTIONS]
     if bad:
         ap.error(f"unknown section(s) {bad}; choose from {SECTIONS}")
+    if a.quick:
+        a.rounds, a.seconds, a.search_rounds = 1, 1.0, 1
+    if a.rounds < 1 or a.seconds <= 0 or a.search_rounds < 1 or (a.rate is not None
+                                                                  and a.rate <= 0):
+        ap.error("--rounds and --search-rounds must be >= 1, --seconds and --rate > 0")
+    rate = a.rate * 1e3 if a.rate is not None else None
     out = {}
+    rc = 0
     if "dispatch" in only:
         r = out["dispatch"] = measure_dispatch(samples=5 if a.quick else 21)
         print("\nport table dispatch, loopback ring port, 32-packet tx_burst + rx_burst")
@@ -104,10 +132,31 @@ def main(argv=None) -> int:
         lo, hi = r["ratio_p10_p90"]
         print(f"  ratio {r['ratio']:.3f}x (p10-p90 of per-sample ratios {lo:.3f}-{hi:.3f}, "
               f"{r['samples']} alternating samples)")
+    if "afpacket_rx" in only or "afpacket_fwd" in only:
+        from . import ports_afpacket as A
+        import os
+        A.NICE["value"] = a.nice
+        meta = out["afpacket"] = {"loadavg_start": os.getloadavg(), "cpus": os.cpu_count(),
+                                  "argv": sys.argv, "quick": a.quick, "nice": a.nice}
+        probe = 0.5 if a.quick else 1.0
+        if "afpacket_rx" in only:
+            r = out["afpacket_rx"] = A.measure_rx(rounds=a.rounds, seconds=a.seconds,
+                                                  probe_seconds=probe, rate=rate,
+                                                  testpmd=not a.no_testpmd)
+            rc |= A.print_rx(r)
+        if "afpacket_fwd" in only:
+            r = out["afpacket_fwd"] = A.measure_fwd(
+                rounds=a.rounds, seconds=a.seconds, probe_seconds=probe, rate=rate,
+                search_rounds=a.search_rounds, trial_seconds=0.3 if a.quick else 1.0,
+                testpmd=not a.no_testpmd)
+            rc |= A.print_fwd(r)
+        meta["loadavg_end"] = os.getloadavg()
+        print(f"\n  load average {meta['loadavg_start'][0]:.2f} at start, "
+              f"{meta['loadavg_end'][0]:.2f} at the end ({meta['cpus']} CPUs)")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=2)
-    return 0
+    return rc
 
 
 if __name__ == "__main__":  # pragma: no cover
