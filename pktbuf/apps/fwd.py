@@ -259,11 +259,10 @@ def main(argv=None) -> int:
     else:
         emit_text(f"\nStopping ({stop['why']}) after {elapsed:.1f} s...")
         emit_text(fwd_stats_text(rows))
-        if cycles is not None:
-            what = "TX" if a.forward_mode == "txonly" else "RX"
-            emit_text(f"\n  CPU cycles/packet={cycles['cycles_per_packet']:.2f} (busy cycles="
-                      f"{cycles['busy_cycles']} / total {what} packets={cycles['packets']}) at "
-                      f"{int(cycles['tsc_hz'] / 1e6)} MHz Clock")
+        if cycles is not None:          # testpmd 22.11's line, word for word
+            emit_text(f"\n  CPU cycles/packet={cycles['cycles_per_packet']:.2f} (total cycles="
+                      f"{cycles['busy_cycles']} / total {a.forward_mode} packets="
+                      f"{cycles['packets']}) at {int(cycles['tsc_hz'] / 1e6)} MHz Clock")
         emit_text("\nDone." + ("" if in_use == 0 else f"  {in_use} mbufs were not returned!"))
     return 0 if in_use == 0 else 1
 

@@ -15,7 +15,12 @@ Sections (``--only`` picks some):
 * ``afpacket_fwd``: io forwarding between two veth pairs, pktbuf fwd against testpmd: busy
   cycles per packet at a fixed load, and the loss-free rate (zero loss at the sink).
 
-The AF_PACKET method is in docs/bench.md ("AF_PACKET ports").
+* ``pcap``: reading and writing 64-byte frames in capture files (:mod:`.pcap`): pktbuf's burst
+  kernels against dpkt's ``Reader`` iteration and ``Writer.writepkts`` (alternating
+  repetitions, medians), and against ``dpdk-testpmd``'s ``net_pcap`` (rxonly over a file,
+  txonly into one) in the same run.
+
+The AF_PACKET method is in docs/bench.md ("AF_PACKET ports"); the pcap one in docs/pcap.md.
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from numba import njit
 from ..kernels import eth_ring_rx_burst, eth_ring_tx_burst, rx_burst, tx_burst
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
-SECTIONS = ("dispatch", "afpacket_rx", "afpacket_fwd")
+SECTIONS = ("dispatch", "pcap", "afpacket_rx", "afpacket_fwd")
 BURST = 32
 
 
@@ -132,6 +137,23 @@ def main(argv=None) -> int:
         lo, hi = r["ratio_p10_p90"]
         print(f"  ratio {r['ratio']:.3f}x (p10-p90 of per-sample ratios {lo:.3f}-{hi:.3f}, "
               f"{r['samples']} alternating samples)")
+    if "pcap" in only:
+        from . import pcap as PC
+        r = out["pcap"] = PC.compare(n=50_000 if a.quick else 200_000,
+                                     repeat=1 if a.quick else 5)
+        tp = PC.testpmd_rates(n=200_000 if a.quick else 2_000_000,
+                              seconds=0.5 if a.quick else 1.0)
+        r.update(tp)
+        print(f"\npcap, {r['size']}-byte frames, Mpps (medians of {r['repeat']}; targets: "
+              f">= 50x dpkt, >= 1.0x testpmd)")
+        for op in ("read", "write"):
+            line = (f"  {op:<5} pktbuf {r['pktbuf_' + op]:7.2f}   dpkt {r['dpkt_' + op]:6.3f} "
+                    f"({r[op + '_ratio']:6.1f}x)")
+            t = r.get("testpmd_" + op)
+            line += (f"   testpmd net_pcap {t:6.2f} ({r['pktbuf_' + op] / t:5.2f}x)" if t
+                     else "   testpmd net_pcap: not available" if not tp
+                     else "   testpmd net_pcap: FAILED (no rate)")
+            print(line)
     if "afpacket_rx" in only or "afpacket_fwd" in only:
         from . import ports_afpacket as A
         import os

@@ -120,3 +120,19 @@ def test_ports_afpacket_needs_root_says_so():
             assert json.load(f)["afpacket_rx"]["status"] == "failed"
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_ports_pcap_quick(tmp_path):
+    """The pcap section measures both references in the same run (dpkt always; testpmd's
+    net_pcap when installed, and under CI it must be)."""
+    import os
+    import shutil
+    out = tmp_path / "ports.json"
+    r = run_cli("bench", "ports", "--only", "pcap", "--quick", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(out.read_text())["pcap"]
+    for k in ("pktbuf_read", "pktbuf_write", "dpkt_read", "dpkt_write"):
+        assert d[k] > 0
+    if shutil.which("dpdk-testpmd") or os.environ.get("CI"):
+        assert d["testpmd_read"] > 0 and d["testpmd_write"] > 0
+    assert "pcap, 64-byte frames" in r.stdout
