@@ -167,7 +167,12 @@ def _telemetry(a, fw):
     if a.no_telemetry:
         return None
     from ..api.telemetry.server import Telemetry
-    t = Telemetry(a.file_prefix)
+    from ..errors import TelemetryError
+    try:
+        t = Telemetry(a.file_prefix)
+    except (TelemetryError, OSError) as e:       # forwarding does not depend on it
+        print(f"pktbuf fwd: no telemetry: {e}", file=sys.stderr)
+        return None
     for p in fw.ports:
         t.add_port(p)
     t.add_mempool(fw.pool)

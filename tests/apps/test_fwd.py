@@ -255,3 +255,19 @@ def test_cli_replays_a_capture_until_its_end(tmp_path, two_ports):
     assert s["accumulated"]["rx"] == s["accumulated"]["tx"] == len(a)
     got = [(ts, f) for ts, f in pktbuf.PcapReader(str(dst))]
     assert [f for _, f in got] == a
+
+
+def test_telemetry_that_cannot_start_is_reported_and_forwarding_goes_on(capsys):
+    """A file prefix whose socket path is too long for AF_UNIX: a clear message, and the
+    forwarder runs anyway (DPDK's EAL would refuse to start; a forwarder need not)."""
+    import shutil
+    prefix = f"pktbuf_fwdlong{os.getpid()}_" + "p" * 100
+    try:
+        rc = main(["--vdev", "net_ring0", "--forward-mode", "txonly", "--seconds", "0.3",
+                   "--json", "--file-prefix", prefix])
+    finally:
+        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)   # EAL's directory
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert "no telemetry" in err
+    assert json.loads(out.splitlines()[-1])["stopped_by"] == "seconds"
