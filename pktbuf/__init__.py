@@ -37,6 +37,7 @@ _LAZY = {
     "Heap": "pktbuf.api.heap",
     "PageArena": "pktbuf.api.pagepool",
     "PagePool": "pktbuf.api.pagepool",
+    "Rss": "pktbuf.api.rss",
     "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.lcore",
