@@ -38,6 +38,7 @@ _LAZY = {
     "PageArena": "pktbuf.api.pagepool",
     "PagePool": "pktbuf.api.pagepool",
     "Rss": "pktbuf.api.rss",
+    "Distributor": "pktbuf.api.distributor",
     "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.lcore",
