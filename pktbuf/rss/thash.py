@@ -71,8 +71,12 @@ def thash_table_init(key, table):
 def thash_lut_at(table, h, pos, data, off, n):
     """``h`` XOR the hash contribution of ``data[off:off+n]`` placed at input position
     ``pos`` (no checks: the caller keeps ``pos + n <= rows`` and the slice inside ``data``)."""
-    for i in range(n):
-        h ^= np.int64(table[pos + i, data[off + i]])
+    # unsigned indices: Numba then adds no negative-index fix-up to each of the two
+    # subscripts, which keeps the loop to a load, a load and an xor per byte
+    p = np.uint64(pos)
+    o = np.uint64(off)
+    for i in range(np.uint64(n)):
+        h ^= np.int64(table[p + i, np.uint64(data[o + i])])
     return h
 
 
@@ -93,10 +97,10 @@ def thash_bulk(table, tuples, n_bytes, out, n):
     if (n < 0 or n > tuples.shape[0] or n > out.size or n_bytes < 0 or n_bytes > tuples.shape[1]
             or n_bytes > table.shape[0]):
         return E_INVAL
-    for k in range(n):
+    for k in range(np.uint64(n)):
         h = np.int64(0)
-        for i in range(n_bytes):
-            h ^= np.int64(table[i, tuples[k, i]])
+        for i in range(np.uint64(n_bytes)):
+            h ^= np.int64(table[i, np.uint64(tuples[k, i])])
         out[k] = h
     return n
 
