@@ -30,7 +30,7 @@ def test_split_vdevs():
     assert [x[1] for x in w] == [f"net_pcap1,tx_pcap=/t/o-{i}.pcap" for i in range(3)]
     assert all(x[2] == "net_af_packet2,iface=v2,fanout_id=77,fanout_mode=lb" for x in w)
     assert all(x[3] == "net_ring3" for x in w)
-    a, b = split_vdevs(["net_af_packet0,iface=x"], 2), split_vdevs(["net_af_packet0,iface=x"], 2)
+    a = split_vdevs(["net_af_packet0,iface=x"], 2)
     assert a[0] == a[1]                                   # one group for all workers
     for bad in ("net_pcap0,rx_pcap=/t/in.pcap", "net_memif0,role=server,socket=/t/s"):
         with pytest.raises(InvalidArgument, match=r"\{worker\}"):
