@@ -48,8 +48,11 @@ BURST = 32
 FLOWS = 1024
 POOL = 8192
 PKT_LEN = 64
-VARIANTS = ("base", "hop", "hop_prehashed")
-M_BASE, M_HOP = 0, 1
+VARIANTS = ("empty", "base", "hop", "hop_prehashed")
+M_BASE, M_HOP, M_EMPTY = 0, 1, 2
+C_D = 2 + 1 + 1 / 16 + 2 / 32 + 1 / 16      # lines into the distributor's core per packet
+C_W = 2 + 1 + 1 / 16 + 2 / 32 + 1 / 16      # lines into a worker's core per packet (docs)
+CORES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def _frame(f: int) -> bytes:
@@ -74,9 +77,9 @@ def _alloc(dom, pid, lcore, b, n):
 
 
 @kernel(inline="always")
-def _worker_stage(dom, lcore, b, n):
-    """macswap every packet of ``b[:n]``, then free them."""
-    for i in range(n):
+def _worker_stage(dom, lcore, b, n, work=True):
+    """macswap every packet of ``b[:n]`` (unless ``work`` is False), then free them."""
+    for i in range(n if work else 0):
         m = dom.mb[b[i]]
         p = addr_u8(np.int64(m.buf_addr) + np.int64(m.data_off), 12)
         for j in range(6):
@@ -109,7 +112,7 @@ def stage_loop(dom, pid, lcore, d, mode, b, w, nchunks, chunk, drop_cyc):
                 _worker_stage(dom, lcore, w, got)
                 pk += got
             else:
-                _worker_stage(dom, lcore, b, n)
+                _worker_stage(dom, lcore, b, n, mode == M_BASE)
                 pk += n
         dt = tsc_end() - t0
         if dt < drop_cyc:
@@ -203,7 +206,8 @@ class Setup:
         self.w = np.empty(BURST, np.int32)
         self.hz = tsc_hz()
         self.pair_cyc = pair_overhead_cycles()
-        for m, d in ((M_BASE, self.hop), (M_HOP, self.hop), (M_HOP, self.pre)):
+        for m, d in ((M_BASE, self.hop), (M_EMPTY, self.hop), (M_HOP, self.hop),
+                     (M_HOP, self.pre)):
             stage_loop(self.dom, self.pool.id, 0, d.state, m, self.b, self.w, 1, 1,
                        np.uint64(NEVER))
         # compile the threads' loops here, not inside a timed run (a stop flag already set:
@@ -215,7 +219,7 @@ class Setup:
 
     def sample(self, variant: str, nchunks: int, chunk: int, drop_cyc: int):
         d = self.pre if variant == "hop_prehashed" else self.hop
-        mode = M_BASE if variant == "base" else M_HOP
+        mode = {"base": M_BASE, "empty": M_EMPTY}.get(variant, M_HOP)
         acc, kept, dropped, pk = stage_loop(self.dom, self.pool.id, 0, d.state, mode, self.b,
                                             self.w, nchunks, chunk, np.uint64(drop_cyc))
         if pk < 0:
@@ -344,6 +348,33 @@ def measure_workers(s: Setup, seconds: float = 2.0, rounds: int = 3) -> dict:
             "seconds": seconds}
 
 
+def model(res: dict) -> dict:
+    """docs/scaleout.md's cost model calibrated on this run: the stage costs (ns/packet), the
+    cross-core line cost L, and predicted Mpps for CORES (unvalidated beyond two)."""
+    med = {r["variant"]: r["ns_per_packet"]["median"] for r in res["hop"]["rows"]}
+    t_allocfree = med["empty"]
+    t_work = max(med["base"] - med["empty"], 0.0)
+    t_ring = max(med["hop_prehashed"] - med["base"], 0.0)        # enqueue + dequeue
+    t_hash = max(med["hop"] - med["hop_prehashed"], 0.0)
+    t_d = t_allocfree / 2 + t_hash + t_ring / 2                 # alloc, hash, enqueue
+    t_w = t_ring / 2 + t_work + t_allocfree / 2                 # dequeue, work, free
+    out = {"t_alloc_free": t_allocfree, "t_work": t_work, "t_ring": t_ring, "t_hash": t_hash,
+           "t_distributor": t_d, "t_worker": t_w, "c_d": C_D, "c_w": C_W, "predict": {}}
+    pl, wk = res.get("pipeline"), res.get("workers")
+    if pl:
+        # the slower side of the two-core pipeline sets its rate; the rest is line transfers
+        per = 1e3 / pl["pipeline_mpps"]
+        out["line_ns"] = L = max((per - max(t_d, t_w)) / C_D, 0.0)
+        td, tw = t_d + C_D * L, t_w + C_W * L
+        out["predict"]["distributor_mpps"] = {n: min(1e3 / td, n * 1e3 / tw) for n in CORES}
+    if wk:
+        one = wk["one_mpps"]
+        eff = wk["two_mpps"] / (2 * one)
+        out["efficiency_2"] = eff
+        out["predict"]["selffed_mpps"] = {n: n * one * (eff if n > 1 else 1.0) for n in CORES}
+    return out
+
+
 def print_all(res: dict, out=None) -> None:
     p = lambda x="": print(x, file=out or sys.stdout)   # noqa: E731
     h = res["hop"]
@@ -364,6 +395,21 @@ def print_all(res: dict, out=None) -> None:
         p(f"\npipeline over two cores ({pl['seconds']:g} s runs): distributor (CPU 0) -> worker "
           f"(CPU 1) {pl['pipeline_mpps']:.2f} Mpps; worker stage alone on one thread "
           f"{pl['alone_mpps']:.2f} Mpps (no target)")
+    m = res.get("model")
+    if m:
+        p(f"\ncost model (docs/scaleout.md), ns/packet: alloc+free {m['t_alloc_free']:.2f}, "
+          f"work {m['t_work']:.2f}, ring {m['t_ring']:.2f}, hash {m['t_hash']:.2f}; "
+          f"distributor {m['t_distributor']:.2f}, worker {m['t_worker']:.2f}"
+          + (f"; a cache line between cores {m['line_ns']:.2f} ns (x{m['c_d']:.2f}/packet)"
+             if "line_ns" in m else ""))
+        pr = m["predict"]
+        if pr:
+            p("  predicted Mpps (calibrated on 1-2 cores; UNVALIDATED beyond 2):")
+            p("  " + "cores".ljust(28) + "".join(f"{n:>8}" for n in CORES))
+            for k, label in (("selffed_mpps", "self-fed workers"),
+                             ("distributor_mpps", "distributor -> workers")):
+                if k in pr:
+                    p("  " + label.ljust(28) + "".join(f"{pr[k][n]:8.1f}" for n in CORES))
     wk = res.get("workers")
     if wk:
         p(f"\nself-fed workers ({wk['seconds']:g} s runs): one {wk['one_mpps']:.2f} Mpps, two "
@@ -394,6 +440,7 @@ def main(argv=None) -> int:
             res["workers"] = measure_workers(s, seconds, rounds)
     finally:
         s.close()
+    res["model"] = model(res)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["machine"] = R.machine_info(s.hz)
     res["command"] = R.command_line("distrib", argv)

@@ -12,7 +12,10 @@ def test_distrib_quick(tmp_path):
     assert r.returncode == 0, r.stderr
     d = json.loads(out.read_text())
     rows = {x["variant"]: x["ns_per_packet"]["median"] for x in d["hop"]["rows"]}
-    assert set(rows) == {"base", "hop", "hop_prehashed"} and min(rows.values()) > 0
+    assert set(rows) == {"empty", "base", "hop", "hop_prehashed"} and min(rows.values()) > 0
+    m = d["model"]
+    assert m["t_work"] == max(rows["base"] - rows["empty"], 0.0)
+    assert set(m["predict"]) == {"selffed_mpps", "distributor_mpps"}
     assert d["hop"]["hop_added_ns"]["value"] == rows["hop"] - rows["base"]
     # the threads really ran (a loop compiled inside a timed run would count nothing)
     assert d["pipeline"]["pipeline_mpps"] > 0 and d["pipeline"]["alone_mpps"] > 0
