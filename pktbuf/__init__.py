@@ -38,6 +38,8 @@ _LAZY = {
     "PageArena": "pktbuf.api.pagepool",
     "PagePool": "pktbuf.api.pagepool",
     "Rss": "pktbuf.api.rss",
+    "SharedDomain": "pktbuf.api.shared",
+    "PeerReport": "pktbuf.api.shared",
     "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.lcore",
@@ -49,7 +51,8 @@ from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # n
                      DynExists, DynNotFound, InvalidArgument, InvalidHandle, MemifDisconnected,
                      MemifError, MemifSocketError, NoRoom, OutOfMemory, OutOfRange, PktbufError,
                      NoSuchInterface, PcapError, PcapFormatError, PcapWriteError, PermissionDenied,
-                     PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError)
+                     PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError,
+                     SharedDomainError, NoSuchDomain, LayoutMismatch, LcoreBusy, PeerDied)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
@@ -58,7 +61,8 @@ __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument"
                                 "DynExists", "DynBusy", "DynNotFound",
                                 "PcapError", "PcapFormatError", "PcapWriteError",
                                 "PortError", "NoSuchInterface", "PermissionDenied",
-                                "TelemetryError"])
+                                "TelemetryError", "SharedDomainError", "NoSuchDomain",
+                                "LayoutMismatch", "LcoreBusy", "PeerDied"])
 
 
 def __getattr__(name):

@@ -32,7 +32,7 @@ from ..atomics import fetch_add
 from ..errors import E_BADF, E_INVAL, E_NOENT
 from ..ring.kernels import (CONS_TAIL, H_MASK, RING_QUEUE_FIXED, RING_HDR_WORDS, ring_count_at,
                             ring_do_dequeue, ring_do_enqueue)
-from .layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, MAX_LCORE, MAX_POOLS, OBJ_ALLOC, OBJ_FREE,
+from .layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CACHE_W_BUSY, MAX_LCORE, MAX_POOLS, OBJ_ALLOC, OBJ_FREE,
                      POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED, POOL_NONE,
                      STAT_GET_COMMON_POOL_BULK, STAT_GET_COMMON_POOL_OBJS, STAT_GET_FAIL_BULK,
                      STAT_GET_FAIL_OBJS, STAT_GET_SUCCESS_BULK, STAT_GET_SUCCESS_OBJS,
@@ -113,7 +113,11 @@ def _put_slow(dom, pid, lcore, objs, start, n):
             _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_BULK, 1)
             _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_OBJS, n)
             return 0
-        # flush the coldest half (the bottom of the stack) and keep the hot top
+        # flush the coldest half (the bottom of the stack) and keep the hot top.  The busy
+        # word brackets the window in which the ring and the cache disagree (the half is in
+        # both until the length is stored): a process killed inside it leaves the word set,
+        # and whoever reclaims its cache then knows not to trust it (docs/multiprocess.md)
+        dom.cache_len[li + _U(CACHE_W_BUSY)] = 1
         _ring_put(dom, pid, cache, np.int64(cbase), half)
         _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_BULK, 1)
         _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_OBJS, half)
@@ -125,6 +129,7 @@ def _put_slow(dom, pid, lcore, objs, start, n):
     for i in range(_U(n)):
         cache[dst + i] = objs[src + i]
     dom.cache_len[li] = clen + n
+    dom.cache_len[li + _U(CACHE_W_BUSY)] = 0
     return 0
 
 
@@ -166,6 +171,8 @@ def _get_slow(dom, pid, lcore, objs, start, n):
     remaining = n - clen
     half = size >> 1
     new_len = -1
+    # the refill overwrites cache slots before the length says so: busy (see _put_slow)
+    dom.cache_len[li + _U(CACHE_W_BUSY)] = 1
     if remaining <= half and _ring_get(dom, pid, cache, np.int64(cbase), half) == half:
         top = cbase + _U(half - 1)
         d2 = dst + _U(clen)
@@ -182,8 +189,10 @@ def _get_slow(dom, pid, lcore, objs, start, n):
         # rollback: the cache length never changed and the ring gave nothing
         _stat_add(dom, pid, row, STAT_GET_FAIL_BULK, 1)
         _stat_add(dom, pid, row, STAT_GET_FAIL_OBJS, n)
+        dom.cache_len[li + _U(CACHE_W_BUSY)] = 0
         return E_NOENT
     dom.cache_len[li] = new_len
+    dom.cache_len[li + _U(CACHE_W_BUSY)] = 0
     _stat_add(dom, pid, row, STAT_GET_SUCCESS_BULK, 1)
     _stat_add(dom, pid, row, STAT_GET_SUCCESS_OBJS, n)
     return 0
@@ -278,8 +287,10 @@ def mempool_cache_flush(dom, pid, lcore):
     li = slot * _U(CACHE_LINE_WORDS)
     clen = np.int64(dom.cache_len[li])
     if clen > 0:
+        dom.cache_len[li + _U(CACHE_W_BUSY)] = 1
         _ring_put(dom, pid, dom.cache_objs, np.int64(slot * _U(CACHE_MAX_SIZE)), clen)
         dom.cache_len[li] = 0
+        dom.cache_len[li + _U(CACHE_W_BUSY)] = 0
 
 
 @kernel

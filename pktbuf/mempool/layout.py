@@ -19,7 +19,7 @@ Per pool (``pid``):
   the pool's ring, with the layout of :mod:`pktbuf.ring.kernels` ("ring_mp_mc" backend).
 * ``cache_len[(pid * MAX_LCORE + lcore) * CACHE_LINE_WORDS]`` and
   ``cache_objs[(pid * MAX_LCORE + lcore) * CACHE_MAX_SIZE:][:cache_size]`` -- one cache per
-  lcore, each length on its own cache line.
+  lcore, each length on its own cache line (with the cache's busy word, ``CACHE_W_BUSY``).
 * ``stats[((pid * (MAX_LCORE + 1)) + lcore) * STAT_WORDS:]`` -- the statistics counters of
   that lcore (row ``MAX_LCORE`` collects calls made without a cache, with atomic adds because
   several threads may share it).
@@ -38,6 +38,10 @@ from ..ring.kernels import RING_HDR_WORDS
 MAX_POOLS = 256          # pool ids are 16-bit in the object header; 0xFFFF is never used
 CACHE_MAX_SIZE = 512     # RTE_MEMPOOL_CACHE_MAX_SIZE
 CACHE_LINE_WORDS = 16    # int32 words per cache line
+# word 0 of an lcore's cache line is the cache length; word CACHE_W_BUSY is non-zero while the
+# owner is inside a flush or refill (ring and cache disagree until the length is stored): a
+# process killed there leaves it set, and the cache is then not reclaimed (docs/multiprocess.md)
+CACHE_W_BUSY = 1
 
 # pool flags
 POOL_F_USED = 0x1
