@@ -33,7 +33,8 @@ from ..errors import (Busy, InvalidArgument, LayoutMismatch, LcoreBusy, NoSuchDo
                       SharedDomainError, check_count)
 from ..lcore import LCORE_ANY, MAX_LCORE, bind, held_lcores, set_auto_floor
 from ..mempool import kernels as MK
-from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CACHE_W_BUSY, DOMAIN, MAX_POOLS,
+from ..mempool.layout import (CACHE_BUSY_FLUSH, CACHE_BUSY_FLUSH_HALF, CACHE_LINE_WORDS,
+                              CACHE_MAX_SIZE, CACHE_W_BUSY, DOMAIN, MAX_POOLS,
                               OBJ_FREE, POOL_F_USED, STAT_GET_SUCCESS_OBJS, STAT_PUT_OBJS,
                               STAT_WORDS)
 from ..mempool.peers import slot_cas, slot_load, slot_store
@@ -74,7 +75,7 @@ _OFF_BASE = page_round(_OFF_ENT + MAX_ENTRIES * ENTRY_DTYPE.itemsize)
 _OFF_LOST = _OFF_BASE + MAX_LCORE * MAX_POOLS * 2 * 8
 HEADER_SIZE = page_round(_OFF_LOST + MAX_POOLS * 8)
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
 _SOCK_PREFIX = "\0pktbuf-domain."
 _ANC = socket.CMSG_SPACE(4 * 4)
 _BROKEN_WAIT_S = 0.05        # a ring whose head and tail differ this long, unchanged, is broken
@@ -82,7 +83,7 @@ _BROKEN_WAIT_S = 0.05        # a ring whose head and tail differ this long, unch
 
 def _sock_addr(name: str) -> str:
     if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise InvalidArgument(f"a shared domain's name is 1..64 of [A-Za-z0-9_.-], got {name!r}")
+        raise InvalidArgument(f"a shared domain's name is 1..48 of [A-Za-z0-9_.-], got {name!r}")
     return _SOCK_PREFIX + name
 
 
@@ -233,7 +234,7 @@ class SharedDomain:
             w[W_PRIMARY] = self.pid
             w[W_PRIMARY_START] = _starttime(self.pid) or 0
             mem = self.domain.state.memory
-            self._set_entry(0, K_TABLES, "", -1, 0, mem.fd, mem.size, 0)
+            self._set_entry(0, K_TABLES, name, -1, 0, mem.fd, mem.size, 0)
             self._objs[0] = self.domain
             w[W_STATE] = ST_LIVE
             w[W_MAGIC] = MAGIC
@@ -733,25 +734,7 @@ class SharedDomain:
             in_ring = self._pool_ring_contents(p)
             for lc in lcs:
                 if cs:
-                    line = (p * MAX_LCORE + lc) * CACHE_LINE_WORDS
-                    clen = int(st.cache_len[line])
-                    busy = int(st.cache_len[line + CACHE_W_BUSY])
-                    c0 = (p * MAX_LCORE + lc) * CACHE_MAX_SIZE
-                    objs = st.cache_objs[c0:c0 + max(0, min(clen, CACHE_MAX_SIZE))].astype(np.int64)
-                    inside = (objs >= base) & (objs < base + size)
-                    ok = (busy == 0 and 0 <= clen <= cs and bool(inside.all())
-                          and np.unique(objs).size == objs.size
-                          and bool((st.obj[objs]["state"] == OBJ_FREE).all())
-                          and not np.isin(objs, in_ring).any())
-                    if ok:
-                        if clen:
-                            MK.mempool_cache_flush(st, p, lc)
-                            rep.cache_reclaimed[pname] = rep.cache_reclaimed.get(pname, 0) + clen
-                    elif clen or busy:
-                        lost = int((inside & ~np.isin(objs, in_ring)).sum())
-                        st.cache_len[line] = 0
-                        st.cache_len[line + CACHE_W_BUSY] = 0
-                        rep.cache_dropped[pname] = rep.cache_dropped.get(pname, 0) + lost
+                    self._reclaim_cache(rep, pname, p, lc, base, size, cs, in_ring)
                 got = int(stats[p, lc, STAT_GET_SUCCESS_OBJS]) - int(self._base[lc, p, 0])
                 put = int(stats[p, lc, STAT_PUT_OBJS]) - int(self._base[lc, p, 1])
                 if got - put:
@@ -760,6 +743,48 @@ class SharedDomain:
             self._lost[pid_of[k]] += n
         rep.broken_rings = self.broken_rings()
         return rep
+
+    def _reclaim_cache(self, rep, pname, p, lc, base, size, cs, in_ring) -> None:
+        """Lcore ``lc``'s cache of pool ``p``, its owner dead: flush what is provably its own
+        to the ring; empty the rest and count it in ``cache_dropped``."""
+        st = self.domain.state
+        line = (p * MAX_LCORE + lc) * CACHE_LINE_WORDS
+        clen = int(st.cache_len[line])
+        busy = int(st.cache_len[line + CACHE_W_BUSY])
+        c0 = (p * MAX_LCORE + lc) * CACHE_MAX_SIZE
+        if not 0 <= clen <= cs:
+            busy = -1                        # garbage: trust nothing
+        if busy == CACHE_BUSY_FLUSH_HALF:
+            # killed inside a put's flush: the bottom half went (or was going) to the ring and
+            # the length was not stored yet; the top [half, clen) is untouched and only ours
+            half = cs >> 1
+            top = st.cache_objs[c0 + half:c0 + clen].copy()
+            st.cache_objs[c0:c0 + top.size] = top
+            clen, busy = top.size, 0
+            st.cache_len[line] = clen
+            st.cache_len[line + CACHE_W_BUSY] = 0
+        elif busy == CACHE_BUSY_FLUSH:       # everything went (was going) to the ring
+            clen, busy = 0, 0
+            st.cache_len[line] = 0
+            st.cache_len[line + CACHE_W_BUSY] = 0
+        objs = st.cache_objs[c0:c0 + max(clen, 0)].astype(np.int64)
+        ok = busy == 0
+        if ok and clen:
+            inside = (objs >= base) & (objs < base + size)
+            ok = (bool(inside.all()) and np.unique(objs).size == objs.size
+                  and bool((st.obj[objs]["state"] == OBJ_FREE).all())
+                  and not np.isin(objs, in_ring).any())
+        if ok:
+            if clen:
+                MK.mempool_cache_flush(st, p, lc)
+                rep.cache_reclaimed[pname] = rep.cache_reclaimed.get(pname, 0) + clen
+            return
+        # killed inside a refill (CACHE_BUSY_REFILL), or the cache is not consistent: which
+        # slots hold objects nobody else has cannot be told, so none goes back (a double in
+        # the ring would corrupt the pool); the old length is what is counted lost
+        st.cache_len[line] = 0
+        st.cache_len[line + CACHE_W_BUSY] = 0
+        rep.cache_dropped[pname] = rep.cache_dropped.get(pname, 0) + max(clen, 0)
 
     def _pool_ring_contents(self, p: int) -> np.ndarray:
         st = self.domain.state

@@ -38,10 +38,15 @@ from ..ring.kernels import RING_HDR_WORDS
 MAX_POOLS = 256          # pool ids are 16-bit in the object header; 0xFFFF is never used
 CACHE_MAX_SIZE = 512     # RTE_MEMPOOL_CACHE_MAX_SIZE
 CACHE_LINE_WORDS = 16    # int32 words per cache line
-# word 0 of an lcore's cache line is the cache length; word CACHE_W_BUSY is non-zero while the
-# owner is inside a flush or refill (ring and cache disagree until the length is stored): a
-# process killed there leaves it set, and the cache is then not reclaimed (docs/multiprocess.md)
+# word 0 of an lcore's cache line is the cache length; word CACHE_W_BUSY says which operation
+# the owner is inside while the ring and the cache disagree (0: none).  The slow paths set it
+# before touching the ring and clear it with the same 64-bit store that publishes the new
+# length, so a process killed in between leaves the old length and the operation's name, and
+# whoever reclaims the cache knows which slots are still its own (docs/multiprocess.md)
 CACHE_W_BUSY = 1
+CACHE_BUSY_FLUSH_HALF = 1    # put: the bottom size/2 objects are going to the ring
+CACHE_BUSY_REFILL = 2        # get: the ring is refilling the cache's bottom size/2 slots
+CACHE_BUSY_FLUSH = 3         # cache_flush: the whole cache is going to the ring
 
 # pool flags
 POOL_F_USED = 0x1
