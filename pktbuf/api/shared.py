@@ -147,9 +147,11 @@ class PeerReport:
 
     * ``cache_reclaimed`` -- per pool name, the free objects that were in its lcores' caches
       and went back to the pool (safe: nobody else can reach a cache of a dead lcore).
-    * ``cache_dropped`` -- per pool, objects of a cache it died *inside a flush or refill of*
-      (the busy word was set, or the cache disagreed with the ring): the cache is emptied
-      without flushing; the objects in it that were not in the ring are counted lost.
+    * ``cache_dropped`` -- per pool, the length of a cache that cannot be trusted (it died
+      inside a refill, or the cache fails the check: an object outside the pool, twice, not
+      free, or also in the ring): the cache is emptied without flushing and that many
+      objects are counted lost.  (Killed inside a put's flush or a cache flush, the cache's
+      busy word says which slots are still its own: those are reclaimed, nothing dropped.)
     * ``held`` -- per pool, objects its lcores took out of the pool and did not put back
       (gets minus puts since it claimed the lcore): the mbufs it held when it died, counted
       as lost.  Exact when each lcore frees what it allocates; negative when it freed mbufs
