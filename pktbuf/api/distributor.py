@@ -17,9 +17,10 @@ import os
 
 import numpy as np
 
-from ..distrib.kernels import distributor_burst, distributor_ring_count, distributor_worker_burst
+from ..distrib.kernels import (distributor_burst, distributor_ring_count,
+                               distributor_worker_burst, distributor_worker_done)
 from ..distrib.layout import (BURST_MAX, D_HASH, D_L4, D_MAGIC, D_RING_SIZE, D_WORKERS, DISTRIB,
-                              MAGIC, MAX_WORKERS, W_DEQ, W_ENQ, W_FULL)
+                              MAGIC, MAX_WORKERS, W_DEQ, W_DONE, W_ENQ, W_FULL)
 from ..errors import InvalidArgument, check_count, check_flag
 from ..ring.kernels import RING_F_SC_DEQ, RING_F_SP_ENQ, RING_HDR_WORDS, ring_init
 from ..shm import Region
@@ -74,6 +75,7 @@ class Distributor:
         self.workers = nw
         self.ring_size = size
         self._closed = False
+        self._retired: set[int] = set()
 
     # -- sharing -----------------------------------------------------------------------------
     @property
@@ -89,12 +91,25 @@ class Distributor:
         return self.state.memory.size
 
     @classmethod
-    def attach(cls, domain, fd: int, nbytes: int) -> "Distributor":
+    def attach(cls, domain, fd: int, nbytes: int, *, pid: int | None = None) -> "Distributor":
         """The distributor another process made with ``shared=True`` (its ``fd`` and
-        ``nbytes``), for this process's workers.  Its header and configuration are checked
-        before use."""
+        ``nbytes``), for this process's workers: ``fd`` is this process's descriptor, or,
+        with ``pid``, the number of process ``pid``'s (opened through ``/proc/<pid>/fd``; a
+        worker started with ``spawn`` has no inherited descriptors).  Its header and
+        configuration are checked before use."""
         fd = check_count(fd, "fd", lo=0, hi=(1 << 31) - 1)
         nbytes = check_count(nbytes, "nbytes", lo=1, hi=1 << 40)
+        if pid is not None:
+            pid = check_count(pid, "pid", lo=1, hi=(1 << 31) - 1)
+            try:
+                own = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR | os.O_CLOEXEC)
+            except OSError as e:
+                raise InvalidArgument(f"cannot open process {pid}'s fd {fd} ({e.strerror})") \
+                    from None
+            try:
+                return cls.attach(domain, own, nbytes)
+            finally:
+                os.close(own)
         try:
             if os.fstat(fd).st_size < nbytes:
                 raise InvalidArgument(f"fd {fd} holds fewer than {nbytes} bytes")
@@ -115,6 +130,7 @@ class Distributor:
         self.workers = nw
         self.ring_size = size
         self._closed = False
+        self._retired = set()
         return self
 
     # -- data path -----------------------------------------------------------------------------
@@ -144,17 +160,60 @@ class Distributor:
         k = int(distributor_worker_burst(self.state, w, out, n))
         return out[:k]
 
+    def worker_done(self, worker: int, n: int) -> None:
+        """Worker ``worker`` has finished with ``n`` more packets (freed or passed on): with
+        what it took, the distributor knows how many it holds (``stats()``'s ``in_hand``)."""
+        self._open()
+        distributor_worker_done(self.state, self._worker(worker),
+                                check_count(n, "n", lo=0, hi=1 << 40))
+
     def pending(self, worker: int) -> int:
         """Packets waiting in ``worker``'s ring."""
         return int(distributor_ring_count(self.state, self._worker(worker)))
 
     def stats(self) -> list[dict]:
         """Per worker: ``enqueued`` (handed to its ring), ``ring_full`` (refused, left with
-        the caller), ``dequeued`` (taken by the worker), ``pending`` (in the ring now)."""
+        the caller), ``dequeued`` (taken by the worker), ``done`` (finished with, as the worker
+        reports), ``in_hand`` (dequeued - done), ``pending`` (in the ring now)."""
         st, wst = self.state.st, self.state.wst
         return [{"enqueued": int(st[w, W_ENQ]), "ring_full": int(st[w, W_FULL]),
-                 "dequeued": int(wst[w, W_DEQ]), "pending": self.pending(w)}
+                 "dequeued": int(wst[w, W_DEQ]), "done": int(wst[w, W_DONE]),
+                 "in_hand": int(wst[w, W_DEQ] - wst[w, W_DONE]), "pending": self.pending(w)}
                 for w in range(self.workers)]
+
+    # -- a worker that died --------------------------------------------------------------------
+    def retire(self, worker: int) -> None:
+        """Send ``worker``'s flows to the other live workers from the next burst on (its
+        redirection-table entries are spread over them round robin).  Call it from the
+        distributing thread, between bursts.  InvalidArgument if no worker would be left."""
+        self._open()
+        w = self._worker(worker)
+        self._retired.add(w)
+        live = [x for x in range(self.workers) if x not in self._retired]
+        if not live:
+            self._retired.discard(w)
+            raise InvalidArgument("retiring the last live worker")
+        reta = self.state.reta
+        k = 0
+        for i in range(reta.size):
+            if int(reta[i]) in self._retired:
+                reta[i] = live[k % len(live)]
+                k += 1
+
+    def reclaim(self, worker: int) -> int:
+        """Free the packets left in the ring of ``worker``, which must be dead (its ring has
+        one consumer: taking it over while that consumer runs would corrupt it).  Returns how
+        many; they count as done, so ``in_hand`` is then what the dead worker held itself."""
+        self._open()
+        w = self._worker(worker)
+        n = 0
+        while True:
+            got = self.worker_burst(w, 256)
+            if got.size == 0:
+                return n
+            self.domain.free_bulk(got)
+            self.worker_done(w, got.size)
+            n += got.size
 
     def _worker(self, worker) -> int:
         return check_count(worker, "worker", lo=0, hi=self.workers - 1)
@@ -168,15 +227,7 @@ class Distributor:
         """Free every packet still in the workers' rings (call when no worker runs any
         more); returns how many."""
         self._open()
-        n = 0
-        for w in range(self.workers):
-            while True:
-                got = self.worker_burst(w, 256)
-                if got.size == 0:
-                    break
-                self.domain.free_bulk(got)
-                n += got.size
-        return n
+        return sum(self.reclaim(w) for w in range(self.workers))
 
     def close(self) -> None:
         """Drain the rings (their packets go back to their pools) and release the memory."""

@@ -24,9 +24,11 @@ from .._jit import kernel
 from ..ring.kernels import (RING_HDR_WORDS, RING_QUEUE_VARIABLE, ring_count_at, ring_do_dequeue,
                             ring_do_enqueue)
 from ..rss.tuple import RX_RSS_HASH, rss_hash_bulk
-from .layout import (BURST_MAX, D_HASH, D_L4, D_RING_SIZE, D_WORKERS, W_DEQ, W_ENQ, W_FULL)
+from .layout import (BURST_MAX, D_HASH, D_L4, D_RING_SIZE, D_WORKERS, W_DEQ, W_DONE, W_ENQ,
+                     W_FULL)
 
-__all__ = ["distributor_burst", "distributor_worker_burst", "distributor_ring_count"]
+__all__ = ["distributor_burst", "distributor_worker_burst", "distributor_worker_done",
+           "distributor_ring_count"]
 
 
 _VAR = np.int64(RING_QUEUE_VARIABLE)
@@ -125,6 +127,17 @@ def distributor_worker_burst(d, w, out, n):
                         np.int64(0), n, _VAR, _SINGLE)
     d.wst[w, W_DEQ] += k
     return k
+
+
+@kernel
+def distributor_worker_done(d, w, n):
+    """Worker ``w`` has finished with ``n`` more packets (freed them or passed them on).  With
+    the dequeue count this says how many it holds, so what a dead worker took with it is
+    known (docs/scaleout.md).  Returns 0, or -22 for a worker id it does not have."""
+    if w < 0 or w >= d.cfg[D_WORKERS]:
+        return -22
+    d.wst[w, W_DONE] += n
+    return 0
 
 
 @kernel

@@ -38,6 +38,7 @@ W_ENQ = 0               # packets handed to the worker's ring
 W_FULL = 1              # packets refused because the ring was full (left with the caller)
 # wst words, per worker, written by that worker
 W_DEQ = 0               # packets the worker took from its ring
+W_DONE = 1              # packets it has finished with (freed or passed on): DEQ - DONE in hand
 W_WORDS = 8
 
 DISTRIB = Layout("distrib", [
