@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import mmap
 import os
 import socket
@@ -44,6 +43,7 @@ from ..af_packet.tx import af_packet_tx_burst
 from ..block import Block
 from ..errors import InvalidArgument, NoSuchInterface, OutOfMemory, PermissionDenied, PortError
 from ..ethdev.layout import K_AF_PACKET
+from .netif import if_link, if_mac, ifreq_ioctl
 from .port import Port, arg_bool, arg_int, check_devargs
 
 __all__ = ["AfPacketPort", "FANOUT_MODES"]
@@ -69,14 +69,9 @@ FANOUT_FLAG_ROLLOVER = 0x1000
 FANOUT_FLAG_DEFRAG = 0x8000
 FANOUT_MODES = {"hash": 0, "lb": 1, "cpu": 2, "rollover": 3, "rnd": 4, "qm": 5}
 
-SIOCGIFFLAGS = 0x8913
 SIOCGIFMTU = 0x8921
 SIOCGIFHWADDR = 0x8927
 SIOCGIFINDEX = 0x8933
-SIOCETHTOOL = 0x8946
-ETHTOOL_GSET = 1
-IFF_UP = 0x1
-IFF_RUNNING = 0x40
 
 PAGE = mmap.PAGESIZE
 MAX_QPAIRS = 16             # DPDK's RTE_PMD_AF_PACKET_MAX_RINGS
@@ -93,18 +88,8 @@ _libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
-def _ifreq(iface: str, tail: bytes = b"") -> bytearray:
-    b = bytearray(40)
-    name = iface.encode()
-    b[:len(name)] = name
-    b[16:16 + len(tail)] = tail
-    return b
-
-
 def _ioctl(sock: socket.socket, req: int, iface: str, tail: bytes = b"") -> bytearray:
-    buf = _ifreq(iface, tail)
-    fcntl.ioctl(sock.fileno(), req, buf)
-    return buf
+    return ifreq_ioctl(sock, req, iface, tail)
 
 
 def _round_up(n: int, a: int) -> int:
@@ -427,10 +412,6 @@ class AfPacketPort(Port):
         return x
 
     # -- the interface -------------------------------------------------------------------------
-    def _sock(self) -> socket.socket:
-        self._check_open()
-        return self._probe
-
     def _read_mtu(self) -> int:
         return struct.unpack_from("i", _ioctl(self._probe, SIOCGIFMTU, self.iface), 16)[0]
 
@@ -450,34 +431,13 @@ class AfPacketPort(Port):
     def mac_addr(self) -> bytes:
         """The interface's MAC address, read now; once closed, the last one read."""
         if not self.closed:
-            self._mac = bytes(_ioctl(self._probe, SIOCGIFHWADDR, self.iface)[18:24])
+            self._mac = if_mac(self._probe, self.iface)
         return self._mac
-
-    def _flags(self) -> int:
-        return struct.unpack_from("H", _ioctl(self._sock(), SIOCGIFFLAGS, self.iface), 16)[0]
-
-    def _speed(self) -> int:
-        cmd = ctypes.create_string_buffer(struct.pack("I", ETHTOOL_GSET) + bytes(40), 44)
-        try:
-            _ioctl(self._sock(), SIOCETHTOOL, self.iface,
-                   struct.pack("P", ctypes.addressof(cmd)))
-        except OSError:
-            return 0
-        lo, hi = struct.unpack_from("H", cmd.raw, 12)[0], struct.unpack_from("H", cmd.raw, 28)[0]
-        speed = lo | (hi << 16)
-        return 0 if speed in (0xFFFFFFFF, 0xFFFF) else speed
 
     def link(self) -> dict:
         """UP when the interface is up and has carrier (``IFF_UP | IFF_RUNNING``); its speed
         as ethtool reports it (veth: 10000)."""
-        if self.closed:
-            return {"status": "DOWN", "speed": 0, "duplex": "full-duplex"}
-        try:
-            up = self._flags() & (IFF_UP | IFF_RUNNING) == (IFF_UP | IFF_RUNNING)
-        except OSError:
-            up = False
-        return {"status": "UP" if up else "DOWN", "speed": self._speed() if up else 0,
-                "duplex": "full-duplex"}
+        return if_link(None if self.closed else self._probe, self.iface)
 
     def info(self) -> dict:
         i = super().info()
