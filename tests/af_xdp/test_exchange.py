@@ -1,0 +1,144 @@
+"""pktbuf AF_XDP <-> pktbuf AF_PACKET over a veth pair, both directions, byte for byte, and
+through the port table with a DPDK device string."""
+import numpy as np
+
+import pktbuf
+from pktbuf.api.af_packet import AfPacketPort
+from pktbuf.ethdev.burst import rx_burst, tx_burst
+
+from ..af_packet.helpers import frames, make_packet, receive, send_all
+from .helpers import audit_whole, open_port
+
+SIZES = list(range(60, 1515, 37)) + [1514]
+
+
+def _pair(ns, pool, **kw):
+    x = open_port(ns, pool, "veth0", **kw)
+    with ns.entered():
+        p = AfPacketPort(pool, "veth1")
+    return x, p
+
+
+def test_af_packet_to_af_xdp_byte_exact(ns, pool):
+    x, p = _pair(ns, pool)
+    try:
+        want = frames(SIZES * 3, seed=31)
+        assert send_all(p, pool, want) == len(want)
+        got = receive(x, pool, len(want), timeout=10)
+        assert got == want
+        s = x.stats()
+        assert s["ipackets"] == len(want) and s["ibytes"] == sum(map(len, want))
+        assert s["ierrors"] == s["imissed"] == s["rx_nombuf"] == 0
+    finally:
+        x.close()
+        p.close()
+    audit_whole(pool)
+
+
+def test_rx_mbuf_fields(ns, pool):
+    """A received frame is an mbuf of the pool whose data starts after the kernel's 256-byte
+    XDP headroom, with data_len = pkt_len = the frame's length and the port id."""
+    x, p = _pair(ns, pool)
+    try:
+        f = frames([123], seed=32)[0]
+        assert send_all(p, pool, [f]) == 1
+        x.rx_wait(0, 5000)
+        hs = x.rx_burst(8)
+        assert hs.size == 1
+        m = pool.mbuf(int(hs[0]))
+        assert pool.owns(int(hs[0]))
+        assert m.data_off == 256 and m.data_len == m.pkt_len == 123 and m.nb_segs == 1
+        assert m.port == x.port_id and m.tobytes() == f
+        m.free()
+    finally:
+        x.close()
+        p.close()
+    audit_whole(pool)
+
+
+def test_af_xdp_to_af_packet_byte_exact_in_place(ns, pool):
+    """Mbufs of the UMEM's pool are sent from their own buffers (nothing copied)."""
+    x, p = _pair(ns, pool)
+    try:
+        want = frames(SIZES * 3, seed=33)
+        assert send_all(x, pool, want) == len(want)
+        got = receive(p, pool, len(want), timeout=10)
+        assert got == want
+        xs = x.xstats()
+        assert xs["tx_copied_packets"] == 0
+        assert x.stats()["opackets"] == len(want)
+    finally:
+        x.close()
+        p.close()
+    audit_whole(pool)
+
+
+def test_foreign_chained_and_indirect_mbufs_are_copied(ns, pool):
+    """Packets not in the UMEM -- another pool's, chains, indirect clones -- are copied into
+    a UMEM frame and the originals freed; both pools audit whole afterwards."""
+    other = pktbuf.PktmbufPool(1024, 0, name="afxdp-foreign")
+    x, p = _pair(ns, pool)
+    try:
+        want = frames([60, 300, 1000, 1514] * 6, seed=34)
+        hs = []
+        direct = []
+        for i, f in enumerate(want):
+            if i % 3 == 0:
+                hs.append(make_packet(other, f))
+            elif i % 3 == 1:
+                hs.append(make_packet(pool, f, seg=50))           # a chain
+            else:
+                d = pool.mbuf(make_packet(pool, f))
+                hs.append(d.clone(other).handle)                  # indirect
+                direct.append(d)
+        sent = 0
+        a = np.array(hs, np.int32)
+        for _ in range(1000):
+            sent += x.tx_burst(a[sent:])
+            if sent == a.size:
+                break
+        assert sent == a.size
+        for d in direct:
+            d.free()
+        got = receive(p, pool, len(want), timeout=10)
+        assert got == want
+        assert x.xstats()["tx_copied_packets"] == len(want)
+    finally:
+        x.close()
+        p.close()
+    audit_whole(pool)
+    assert other.audit() == other.n
+    other.close()
+
+
+def test_device_string_and_ethdev_bursts(ns, pool):
+    """`Ports.open("net_af_xdp0,iface=...")` and the dispatching rx_burst/tx_burst kernels: a
+    frame looped veth1 (AF_PACKET) -> veth0 (AF_XDP) -> veth1."""
+    ports = pktbuf.Ports(pool)
+    with ns.entered():
+        x = ports.open("net_af_xdp0,iface=veth0,start_queue=0,queue_count=1,force_copy=1,"
+                       "busy_budget=0")
+        p = ports.open("net_af_packet0,iface=veth1")
+    try:
+        assert x.info()["bind_flags"] & 2          # XDP_COPY
+        assert x.info()["busy_budget"] == 0
+        want = frames([60, 777, 1514] * 10, seed=35)
+        assert send_all(p, pool, want) == len(want)
+        eth = ports.state
+        buf = np.empty(64, np.int32)
+        got = 0
+        for _ in range(20000):
+            n = rx_burst(eth, x.port_id, 0, 0, buf, 64)
+            k = 0
+            while k < n:
+                k += tx_burst(eth, x.port_id, 0, 0, buf[k:n], n - k)
+            got += n
+            if got == len(want):
+                break
+            x.rx_wait(0, 10)
+        assert got == len(want)
+        back = receive(p, pool, len(want), timeout=10)
+        assert back == want
+    finally:
+        ports.close()
+    audit_whole(pool)
