@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import mmap
 import socket
+import time
 
 from ..af_xdp.layout import (AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM, R_CONS, R_DESC, R_FLAGS,
                              R_PROD, R_SIZE, RC_FD, RC_FILL, RC_FLAGS, RC_PORT, RC_RX,
@@ -58,6 +59,7 @@ DEFAULT_DESCS = 2048            # DPDK's ETH_AF_XDP_DFLT_NUM_DESCS (Rx, Tx, comp
 MAX_QUEUES = 16
 ETHER_HDR_LEN = 14
 XDP_MODES = ("auto", "native", "generic")
+BIND_RETRY_S = 1.0
 
 
 def _pow2(n: int) -> bool:
@@ -128,9 +130,10 @@ class AfXdpPort(Port):
         if rx_frames is None:
             rx_frames = min(sizes["rx_size"], sizes["fill_size"])
         rx_frames = _int_arg(d, "rx_frames", rx_frames, 1, 1 << 20)
-        if rx_frames > sizes["fill_size"]:
-            raise InvalidArgument(f"{d}: rx_frames={rx_frames} does not fit the fill ring "
-                                  f"(fill_size={sizes['fill_size']})")
+        if rx_frames > sizes["fill_size"] + sizes["rx_size"]:
+            raise InvalidArgument(f"{d}: rx_frames={rx_frames} does not fit the fill and Rx "
+                                  f"rings (fill_size={sizes['fill_size']}, "
+                                  f"rx_size={sizes['rx_size']})")
         super().__init__(name, port_id, pool)
         self.iface = iface
         self.start_queue = start_queue
@@ -219,7 +222,7 @@ class AfXdpPort(Port):
         if self.busy_budget:
             x.busy_poll(self.busy_budget)
         try:
-            x.bind(self.ifindex, qid, self.bind_flags)
+            self._bind(x, qid)
         except OSError as e:
             where = f"queue {qid} of {self.iface!r}"
             if e.errno == errno.EBUSY:
@@ -264,6 +267,18 @@ class AfXdpPort(Port):
         if rc < 0:
             raise PoolExhausted(f"{d}: pool {p.name!r} cannot give the {self.rx_frames} "
                                 f"frames queue {qid} receives into ({p.avail_count} free)")
+
+    def _bind(self, x: Xsk, qid: int) -> None:
+        """Bind, retrying ``EBUSY`` for up to ``BIND_RETRY_S``: the kernel lets go of a
+        closed socket's queue from a work item, a moment after ``close()`` returned."""
+        end = time.monotonic() + BIND_RETRY_S
+        while True:
+            try:
+                return x.bind(self.ifindex, qid, self.bind_flags)
+            except OSError as e:
+                if e.errno != errno.EBUSY or time.monotonic() > end:
+                    raise
+            time.sleep(0.005)
 
     def _attach(self, xdp_mode: str) -> None:
         d = DRIVER
