@@ -65,7 +65,9 @@ RC_UMEM = RC_RX + R_WORDS  # address of the AF_XDP_UMEM block
 RC_PORT = RC_UMEM + 1
 RC_TARGET = RC_PORT + 1    # frames to keep posted (fill ring + Rx ring)
 RC_FLAGS = RC_TARGET + 1   # RXF_*
-RC_WORDS = 16
+RC_BATCH = RC_FLAGS + 1    # with RC_COALESCE_NS: frames that are delivered without waiting
+RC_COALESCE_NS = RC_BATCH + 1  # hold a short ring back up to this long (0: never)
+RC_WORDS = 24
 
 RXF_BUSY_POLL = 1       # recvfrom() on an empty Rx ring (busy_budget > 0)
 
@@ -83,6 +85,8 @@ RS_FILL_FULL = 10       # refills that found no room in the fill ring
 RS_WAKEUPS = 11         # recvfrom() calls
 RS_WAITS = 12           # af_xdp_rx_wait calls that slept in poll()
 RS_FILLED = 13          # frames posted to the fill ring, in all
+RS_BURSTS = 14          # bursts that delivered frames
+RS_HELD_SINCE = 15      # coalescing: when a short ring was first held back (ns), 0 = not
 RS_WORDS = 16
 
 RX_MAX_BURST = 1024

@@ -16,6 +16,13 @@ ierrors); if it named a frame we posted, that mbuf goes back to the pool, so non
 
 An empty Rx ring costs one load, plus a ``recvfrom(MSG_DONTWAIT)`` when busy polling is on
 (DPDK's ``busy_budget``) or the kernel flagged the fill ring ``NEED_WAKEUP``.
+
+Coalescing (``RC_COALESCE_NS`` > 0, off by default): the kernel publishes Rx frames as it
+receives them, so a receiver that polls often takes them one or two per burst and pays the
+burst's fixed cost (the cache lines the kernel wrote) for each.  With coalescing a burst that
+finds fewer than ``RC_BATCH`` frames leaves them in the ring until the first of them has
+waited ``RC_COALESCE_NS`` -- the trade an AF_PACKET V3 block ring makes with its retire timer:
+a bounded added latency for fewer, fuller bursts.
 """
 from __future__ import annotations
 
@@ -23,19 +30,22 @@ import numpy as np
 
 from .._jit import kernel
 from ..block import block_at
+from ..idle import now_ns
 from ..mbuf.free import pktmbuf_free_bulk
 from ..mbuf.raw import pktmbuf_alloc_bulk
 from ..rawmem import addr_u8
 from ..syscalls import POLLIN, fd_poll, rx_kick
 from .layout import (FILL_BATCH, OWN_FILL, OWN_USER, R_DESC, R_SIZE, RC_FD, RC_FILL, RC_FLAGS, RC_PORT,
-                     RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC, RS_BYTES, RS_ERRORS,
+                     RC_RX, RC_TARGET, RC_UMEM, RC_BATCH, RC_COALESCE_NS, RS_BAD_DESC,
+                     RS_BURSTS, RS_BYTES, RS_ERRORS, RS_HELD_SINCE,
                      RS_FILL_CONS, RS_FILL_FULL, RS_FILL_PROD, RS_FILLED, RS_NOMBUF,
                      RS_PACKETS, RS_POSTED, RS_RX_CONS, RS_RX_PROD, RS_WAITS, RS_WAKEUPS,
                      RX_MAX_BURST, RXF_BUSY_POLL, R_CONS, R_PROD, U_OBJ_BASE, U_POOL)
 from .ring import ring_entries, ring_free, ring_load, ring_needs_wakeup, ring_publish
 from .umem import umem_buf_addr, umem_rx_frame
 
-__all__ = ["af_xdp_rx_burst", "af_xdp_fill", "af_xdp_rx_wait", "af_xdp_rx_release"]
+__all__ = ["af_xdp_rx_burst", "af_xdp_fill", "af_xdp_rx_wait", "af_xdp_rx_count",
+           "af_xdp_rx_release"]
 
 E_NOENT = -2
 E_NOSPC = -28
@@ -91,11 +101,11 @@ def af_xdp_fill(dom, q, lcore, n):
 
 
 @kernel(inline="always")
-def _refill(dom, q, lcore, force):
-    """Top the fill ring up when ``FILL_BATCH`` frames (or, with ``force``, any) are
-    missing."""
+def _refill(dom, q, lcore):
+    """Top the fill ring up once ``FILL_BATCH`` frames are missing (never one by one: each
+    refill moves the ring's producer line to this CPU and back)."""
     miss = q.cfg[RC_TARGET] - q.st[RS_POSTED]
-    if miss >= FILL_BATCH or (force and miss > 0):
+    if miss >= FILL_BATCH:
         af_xdp_fill(dom, q, lcore, miss)
 
 
@@ -117,13 +127,24 @@ def af_xdp_rx_burst(dom, q, lcore, out, n):
         st[RS_RX_PROD] = ring_load(cfg, RC_RX, R_PROD)
         avail = ring_entries(st[RS_RX_PROD], cons)
     if avail == 0:
-        _refill(dom, q, lcore, True)
+        _refill(dom, q, lcore)
         if (cfg[RC_FLAGS] & RXF_BUSY_POLL) != 0 or ring_needs_wakeup(cfg, RC_FILL):
             st[RS_WAKEUPS] += 1
             rx_kick(cfg[RC_FD])
         return 0
     if avail > n:
         avail = n
+    hold = cfg[RC_COALESCE_NS]
+    if hold > 0:
+        if avail < cfg[RC_BATCH]:
+            t = now_ns()
+            since = st[RS_HELD_SINCE]
+            if since == 0:
+                st[RS_HELD_SINCE] = t
+                return 0
+            if t - since < hold:
+                return 0
+        st[RS_HELD_SINCE] = 0
     u = _umem(q)
     mb = dom.mb
     base = u.cfg[U_OBJ_BASE]
@@ -164,13 +185,20 @@ def af_xdp_rx_burst(dom, q, lcore, out, n):
     st[RS_RX_CONS] = cons
     st[RS_POSTED] -= got + nbad_mb
     st[RS_PACKETS] += got
+    st[RS_BURSTS] += 1
     st[RS_BYTES] += nbytes
     st[RS_BAD_DESC] += bad
     st[RS_ERRORS] += bad
     if nbad_mb > 0:
         pktmbuf_free_bulk(dom, lcore, q.scr, nbad_mb)
-    _refill(dom, q, lcore, False)
+    _refill(dom, q, lcore)
     return got
+
+
+@kernel
+def af_xdp_rx_count(q):
+    """Frames waiting in the Rx ring (``rte_eth_rx_queue_count``)."""
+    return ring_entries(ring_load(q.cfg, RC_RX, R_PROD), q.st[RS_RX_CONS])
 
 
 @kernel

@@ -24,8 +24,9 @@ import socket
 import time
 
 from ..af_xdp.layout import (AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM, R_CONS, R_DESC, R_FLAGS,
-                             R_PROD, R_SIZE, RC_FD, RC_FILL, RC_FLAGS, RC_PORT, RC_RX,
-                             RC_TARGET, RC_UMEM, RS_BAD_DESC, RS_BYTES, RS_ERRORS,
+                             R_PROD, R_SIZE, RC_BATCH, RC_COALESCE_NS, RC_FD, RC_FILL,
+                             RC_FLAGS, RC_PORT, RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC,
+                             RS_BURSTS, RS_BYTES, RS_ERRORS,
                              RS_FILL_FULL, RS_NOMBUF, RS_PACKETS, RS_POSTED, RX_MAX_BURST,
                              RXF_BUSY_POLL, TC_COMP, TC_FD, TC_PORT, TC_TX, TC_UMEM,
                              TS_BAD_COMP, TS_BYTES, TS_COPIED, TS_ERRORS, TS_FULL,
@@ -33,7 +34,8 @@ from ..af_xdp.layout import (AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM, R_CONS, R_DESC
                              TS_RUNT, TS_TOO_LONG, TX_MAX_BURST, U_CHUNK, U_MAX_LEN, U_NB_OBJ,
                              U_OBJ_BASE, U_POOL, U_PRIV, U_RX_OFF, U_STRIDE,
                              XDP_PACKET_HEADROOM)
-from ..af_xdp.rx import af_xdp_fill, af_xdp_rx_burst, af_xdp_rx_release, af_xdp_rx_wait
+from ..af_xdp.rx import (af_xdp_fill, af_xdp_rx_burst, af_xdp_rx_count, af_xdp_rx_release,
+                         af_xdp_rx_wait)
 from ..af_xdp.tx import af_xdp_complete, af_xdp_tx_burst, af_xdp_tx_release
 from ..block import Block
 from ..errors import (Busy, InvalidArgument, NoRoom, NoSuchInterface, PoolExhausted,
@@ -50,7 +52,8 @@ from .xsk import XDP_COPY, XDP_USE_NEED_WAKEUP, XDP_ZEROCOPY, Xsk, xsk_error
 __all__ = ["AfXdpPort"]
 
 DRIVER = "net_af_xdp"
-ACCEPTED = ("iface", "start_queue", "queue_count", "force_copy", "busy_budget")
+ACCEPTED = ("iface", "start_queue", "queue_count", "force_copy", "busy_budget",
+            "rx_coalesce_us")
 REFUSED = {"shared_umem": "each pktbuf socket registers the pool's region itself",
            "xdp_prog": "pktbuf loads its own redirect program (no ELF loader)"}
 PAGE = mmap.PAGESIZE
@@ -92,6 +95,9 @@ class AfXdpPort(Port):
     ``auto`` (native, falling back to generic when the driver refuses the MTU), ``native`` or
     ``generic``.  ``rx_size``/``tx_size``/``fill_size``/``comp_size``: ring entries (powers of
     two); ``rx_frames``: frames kept on the fill + Rx rings (default ``rx_size``).
+    ``rx_coalesce_us`` (pktbuf's, not DPDK's; 0 = off): a burst that finds fewer than
+    ``rx_batch`` frames leaves them until the first has waited that long -- fewer, fuller
+    bursts for a bounded added latency, as an AF_PACKET V3 block ring's retire timer does.
     """
 
     driver = DRIVER
@@ -104,7 +110,8 @@ class AfXdpPort(Port):
                  need_wakeup: bool = True, xdp_mode: str = "auto",
                  rx_size: int = DEFAULT_DESCS, tx_size: int = DEFAULT_DESCS,
                  fill_size: int = 2 * DEFAULT_DESCS, comp_size: int = DEFAULT_DESCS,
-                 rx_frames: int | None = None, name: str = "net_af_xdp0", port_id: int = 0):
+                 rx_frames: int | None = None, rx_coalesce_us: int = 0, rx_batch: int = 32,
+                 name: str = "net_af_xdp0", port_id: int = 0):
         from .pools import PktmbufPool
         if not isinstance(pool, PktmbufPool):
             raise InvalidArgument(f"pool must be a PktmbufPool, got {type(pool).__name__}")
@@ -116,6 +123,8 @@ class AfXdpPort(Port):
         start_queue = _int_arg(d, "start_queue", start_queue, 0, 0xFFFF)
         queue_count = _int_arg(d, "queue_count", queue_count, 1, MAX_QUEUES)
         busy_budget = _int_arg(d, "busy_budget", busy_budget, 0, 0xFFFF)
+        self.rx_coalesce_us = _int_arg(d, "rx_coalesce_us", rx_coalesce_us, 0, 1_000_000)
+        self.rx_batch = _int_arg(d, "rx_batch", rx_batch, 1, RX_MAX_BURST)
         if xdp_mode not in XDP_MODES:
             raise InvalidArgument(f"{d}: xdp_mode={xdp_mode!r}; one of {', '.join(XDP_MODES)}")
         if force_copy and zero_copy:
@@ -255,6 +264,8 @@ class AfXdpPort(Port):
         c[RC_PORT] = self.port_id
         c[RC_TARGET] = self.rx_frames
         c[RC_FLAGS] = RXF_BUSY_POLL if self.busy_budget else 0
+        c[RC_BATCH] = self.rx_batch
+        c[RC_COALESCE_NS] = self.rx_coalesce_us * 1000
         tx = AF_XDP_TXQ.create({"scr_comp": max(TX_MAX_BURST, s["comp_size"])})
         c = tx.cfg
         c[TC_FD] = x.fd
@@ -330,6 +341,7 @@ class AfXdpPort(Port):
                    queue_count=arg_int(d, args, "queue_count", 1, 1, MAX_QUEUES),
                    force_copy=arg_bool(d, args, "force_copy", False),
                    busy_budget=arg_int(d, args, "busy_budget", 64, 0, 0xFFFF),
+                   rx_coalesce_us=arg_int(d, args, "rx_coalesce_us", 0, 0, 1_000_000),
                    name=name, port_id=port_id, **kw)
 
     # -- what the port model asks --------------------------------------------------------------
@@ -355,6 +367,10 @@ class AfXdpPort(Port):
         """Sleep until Rx queue ``queue`` has frames (1) or ``timeout_ms`` passes (0)."""
         q = self.rx_queue(queue)
         return int(af_xdp_rx_wait(q, _int_arg(DRIVER, "timeout_ms", timeout_ms, -1, 1 << 30)))
+
+    def rx_count(self, queue: int = 0) -> int:
+        """Frames waiting in Rx queue ``queue``'s ring (``rte_eth_rx_queue_count``)."""
+        return int(af_xdp_rx_count(self.rx_queue(queue)))
 
     def fill(self, n: int, queue: int = 0, *, lcore=None) -> int:
         """Post up to ``n`` more frames to the fill ring now (bursts do it by themselves);
@@ -408,6 +424,7 @@ class AfXdpPort(Port):
                   "rx_fill_ring_empty_descs", "tx_ring_empty_descs"):
             x[k] = sum(q.xdp_stats.get(k, 0) for q in qs)
         x["rx_bad_descs"] = sum(int(q.rxq.st[RS_BAD_DESC]) for q in qs)
+        x["rx_bursts"] = sum(int(q.rxq.st[RS_BURSTS]) for q in qs)
         x["rx_fill_ring_full"] = sum(int(q.rxq.st[RS_FILL_FULL]) for q in qs)
         x["tx_bad_completions"] = sum(int(q.txq.st[TS_BAD_COMP]) for q in qs)
         x["tx_copied_packets"] = sum(int(q.txq.st[TS_COPIED]) for q in qs)
@@ -447,7 +464,8 @@ class AfXdpPort(Port):
                  xdp_mode=self.xdp_mode, zero_copy=self.zero_copy,
                  bind_flags=self.bind_flags, busy_budget=self.busy_budget,
                  chunk_size=self.chunk, umem_headroom=self.umem_headroom,
-                 rx_data_off=self.rx_data_off, rx_frames=self.rx_frames, **self.sizes)
+                 rx_data_off=self.rx_data_off, rx_frames=self.rx_frames,
+                 rx_coalesce_us=self.rx_coalesce_us, rx_batch=self.rx_batch, **self.sizes)
         return i
 
     def _close(self) -> None:

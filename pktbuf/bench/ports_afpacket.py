@@ -67,10 +67,10 @@ class PktbufSide:
     name = "pktbuf"
 
     def __init__(self, ns: G.Netns, ifaces, mode: str, lifetime: int = 900, nice: int = 0,
-                 driver: str = "net_af_packet"):
+                 driver: str = "net_af_packet", devargs: str = ""):
         vdevs = []
         for i, f in enumerate(ifaces):
-            vdevs += ["--vdev", f"{driver}{i},iface={f}"]
+            vdevs += ["--vdev", f"{driver}{i},iface={f}{devargs}"]
         self.argv = ns.exec_argv(_nice(nice) + ["timeout", "--kill-after=5", str(lifetime),
                                                 "taskset", "-c",
                                   str(FWD_CPU), sys.executable, "-m", "pktbuf.cli", "fwd"]
@@ -218,11 +218,18 @@ def _nice(n: int) -> list:
     return ["nice", "-n", str(n)] if n else []
 
 
+COALESCE_US = 100          # the pktbuf_coalesced side's rx_coalesce_us
+
+
 def _side(who, ns, ifaces, mode, driver="net_af_packet"):
     """``pktbuf`` and ``testpmd`` on ``driver``'s ports; ``pktbuf_af_packet``: pktbuf fwd on
-    AF_PACKET ports (the AF_XDP sections' second reference)."""
+    AF_PACKET ports (the AF_XDP sections' second reference); ``pktbuf_coalesced``: pktbuf
+    fwd on ``driver``'s ports with ``rx_coalesce_us=COALESCE_US``."""
     if who == "pktbuf_af_packet":
         return PktbufSide(ns, ifaces, mode, nice=NICE["value"], driver="net_af_packet")
+    if who == "pktbuf_coalesced":
+        return PktbufSide(ns, ifaces, mode, nice=NICE["value"], driver=driver,
+                          devargs=f",rx_coalesce_us={COALESCE_US}")
     return (PktbufSide if who == "pktbuf" else TestpmdSide)(ns, ifaces, mode,
                                                              nice=NICE["value"], driver=driver)
 
@@ -367,12 +374,16 @@ def _summarise(res: dict, delivered) -> None:
                                                          tp["samples_cycles_per_packet"])]
     else:
         res["ratio"] = None
-    ap = res.get("pktbuf_af_packet", {})
-    if pk.get("cycles_per_packet") and ap.get("cycles_per_packet"):
-        res["ratio_vs_af_packet"] = pk["cycles_per_packet"] / ap["cycles_per_packet"]
-        res["ratios_per_round_vs_af_packet"] = [
-            a / b for a, b in zip(pk["samples_cycles_per_packet"],
-                                  ap["samples_cycles_per_packet"])]
+    res["ratios"] = {}          # every pktbuf side against every reference, medians and rounds
+    for a in ("pktbuf", "pktbuf_coalesced"):
+        for b in ("testpmd", "pktbuf_af_packet"):
+            x, y = res.get(a, {}), res.get(b, {})
+            if x.get("cycles_per_packet") and y.get("cycles_per_packet") and \
+                    (b != "testpmd" or res["testpmd_status"] == "ok"):
+                res["ratios"][f"{a}/{b}"] = {
+                    "median": x["cycles_per_packet"] / y["cycles_per_packet"],
+                    "per_round": [p / q for p, q in zip(x["samples_cycles_per_packet"],
+                                                        y["samples_cycles_per_packet"])]}
 
 
 # -- afpacket_fwd -----------------------------------------------------------------------------------
@@ -543,7 +554,7 @@ def print_rx(res: dict) -> int:
 def _print_cycles(res) -> int:
     rc = 0
     drv = res.get("driver", "net_af_packet")
-    for who in ("testpmd", "pktbuf_af_packet", "pktbuf"):
+    for who in ("testpmd", "pktbuf_af_packet", "pktbuf", "pktbuf_coalesced"):
         if who == "testpmd" and res["testpmd_status"] != "ok":
             print(f"  testpmd {drv} (reference): {_ref_note(res)}")
             if res["testpmd_status"].startswith("failed"):
@@ -553,10 +564,11 @@ def _print_cycles(res) -> int:
         if not p:
             continue
         label = {"testpmd": f"testpmd {drv} (reference)",
-                 "pktbuf_af_packet": "pktbuf fwd net_af_packet"}.get(
+                 "pktbuf_af_packet": "pktbuf fwd net_af_packet",
+                 "pktbuf_coalesced": f"pktbuf fwd {drv},rx_coalesce_us={COALESCE_US}"}.get(
                      who, "pktbuf fwd" if drv == "net_af_packet" else f"pktbuf fwd {drv}")
         loss = ", ".join(f"{l}/{s}" for l, s in zip(p["lost"], p["sent"]))
-        print(f"  {label:<34} {_fmt(p['cycles_per_packet']):>9} cycles/packet  "
+        print(f"  {label:<34} {_fmt(p['cycles_per_packet']):>9} cycles/packet\n    "
               f"(samples {', '.join(_fmt(x, '.0f') for x in p['samples_cycles_per_packet'])};"
               f" lost/sent {loss}; waited {', '.join(f'{w:.2f}' for w in p['waited'])};"
               f" busy {', '.join(_fmt(b, '.2f') for b in p['busy_share'])})")

@@ -1,5 +1,7 @@
 """pktbuf AF_XDP <-> pktbuf AF_PACKET over a veth pair, both directions, byte for byte, and
 through the port table with a DPDK device string."""
+import time
+
 import numpy as np
 
 import pktbuf
@@ -141,4 +143,37 @@ def test_device_string_and_ethdev_bursts(ns, pool):
         assert back == want
     finally:
         ports.close()
+    audit_whole(pool)
+
+
+def test_rx_coalescing(ns, pool):
+    """rx_coalesce_us: a short ring is held back until its first frame has waited that long
+    (the first burst that sees it always holds it); a ring with rx_batch frames is delivered
+    at once."""
+    x, p = _pair(ns, pool, rx_coalesce_us=200_000, rx_batch=32)
+    try:
+        few = frames([70] * 5, seed=36)
+        assert send_all(p, pool, few) == 5
+        assert x.rx_wait(0, 5000) == 1
+        t0 = time.monotonic()
+        assert x.rx_burst(32).size == 0                  # first sight: held
+        got = []
+        while len(got) < 5 and time.monotonic() - t0 < 10:
+            got += [int(h) for h in x.rx_burst(32)]
+        assert time.monotonic() - t0 >= 0.2
+        assert [pool.mbuf(h).tobytes() for h in got] == few
+        pool.free_bulk(np.array(got, np.int32))
+        many = frames([70] * 40, seed=37)
+        assert send_all(p, pool, many) == 40
+        end = time.monotonic() + 10
+        while x.rx_count() < 40 and time.monotonic() < end:
+            time.sleep(0.001)
+        hs = x.rx_burst(32)                              # a full batch: no waiting
+        assert hs.size == 32
+        assert [pool.mbuf(int(h)).tobytes() for h in hs] == many[:32]
+        pool.free_bulk(hs)
+        assert x.xstats()["rx_bursts"] == 2
+    finally:
+        x.close()
+        p.close()
     audit_whole(pool)
