@@ -32,6 +32,23 @@ def _errno(builder):
     return builder.sext(builder.load(builder.call(f, [])), _I64)
 
 
+def _or_errno(builder, r, ok):
+    """``-errno`` when the call's result ``r`` (i64) is negative, else the value ``ok()``
+    builds."""
+    neg = builder.icmp_signed("<", r, ir.Constant(_I64, 0))
+    with builder.if_else(neg) as (then, other):
+        with then:
+            bb_neg = builder.block
+            err = builder.neg(_errno(builder))
+        with other:
+            val = ok()
+            bb_ok = builder.block
+    phi = builder.phi(_I64)
+    phi.add_incoming(err, bb_neg)
+    phi.add_incoming(val, bb_ok)
+    return phi
+
+
 @intrinsic
 def _c_poll(typingctx, fd, events, timeout_ms):
     """poll() on one fd; returns ``revents`` (> 0), 0 on timeout, ``-errno`` on error."""
@@ -52,19 +69,8 @@ def _c_poll(typingctx, fd, events, timeout_ms):
                                                        types.int32)]), _I64)
         rev = builder.lshr(builder.zext(builder.load(builder.gep(pfd, [ir.Constant(_I32, 1)])),
                                         _I64), ir.Constant(_I64, 16))
-        neg = builder.icmp_signed("<", r, ir.Constant(_I64, 0))
         zero = builder.icmp_signed("==", r, ir.Constant(_I64, 0))
-        with builder.if_else(neg) as (then, other):
-            with then:
-                bb_neg = builder.block
-                err = builder.neg(_errno(builder))
-            with other:
-                bb_ok = builder.block
-                ok = builder.select(zero, ir.Constant(_I64, 0), rev)
-        phi = builder.phi(_I64)
-        phi.add_incoming(err, bb_neg)
-        phi.add_incoming(ok, bb_ok)
-        return phi
+        return _or_errno(builder, r, lambda: builder.select(zero, ir.Constant(_I64, 0), rev))
 
     return types.int64(fd, events, timeout_ms), codegen
 
@@ -85,17 +91,7 @@ def _null_io(fn):
             r = builder.call(f, [context.cast(builder, args[0], sig.args[0], types.int32), null,
                                  ir.Constant(_I64, 0), ir.Constant(_I32, MSG_DONTWAIT), null,
                                  null])
-            neg = builder.icmp_signed("<", r, ir.Constant(_I64, 0))
-            with builder.if_else(neg) as (then, other):
-                with then:
-                    bb_neg = builder.block
-                    err = builder.neg(_errno(builder))
-                with other:
-                    bb_ok = builder.block
-            phi = builder.phi(_I64)
-            phi.add_incoming(err, bb_neg)
-            phi.add_incoming(r, bb_ok)
-            return phi
+            return _or_errno(builder, r, lambda: r)
 
         return types.int64(fd), codegen
 

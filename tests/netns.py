@@ -33,6 +33,15 @@ def _setns(fd: int) -> None:
         raise OSError(e, f"setns: {os.strerror(e)}")
 
 
+def need_root(what: str) -> None:
+    """Skip (fail in CI) a test that needs root for ``what``."""
+    import pytest
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"the {what} tests need root", pytrace=False)
+        pytest.skip(f"the {what} tests need root")
+
+
 class Netns:
     def __init__(self, name: str | None = None):
         self.name = name or f"pktbuf-{os.getpid()}-{next(_seq)}"

@@ -42,7 +42,7 @@ from .layout import (FILL_BATCH, OWN_FILL, OWN_USER, R_DESC, R_SIZE, RC_FD, RC_F
                      RS_PACKETS, RS_POSTED, RS_RX_CONS, RS_RX_PROD, RS_WAITS, RS_WAKEUPS,
                      RX_MAX_BURST, RXF_BUSY_POLL, R_CONS, R_PROD, U_OBJ_BASE, U_POOL)
 from .ring import ring_entries, ring_free, ring_load, ring_needs_wakeup, ring_publish
-from .umem import umem_buf_addr, umem_rx_frame
+from .umem import umem_buf_addr, umem_release, umem_rx_frame
 
 __all__ = ["af_xdp_rx_burst", "af_xdp_fill", "af_xdp_rx_wait", "af_xdp_rx_count",
            "af_xdp_rx_release"]
@@ -220,20 +220,6 @@ def af_xdp_rx_wait(q, timeout_ms):
 def af_xdp_rx_release(dom, q, lcore):
     """After the socket is closed: every frame the kernel held for Rx goes back to the pool.
     Returns how many."""
-    u = _umem(q)
-    base = u.cfg[U_OBJ_BASE]
-    nb = 0
-    cnt = 0
-    for k in range(u.own.size):
-        if u.own[k] == OWN_FILL:
-            u.own[k] = OWN_USER
-            q.scr[nb] = np.int32(base + k)
-            nb += 1
-            cnt += 1
-            if nb == q.scr.size:
-                pktmbuf_free_bulk(dom, lcore, q.scr, nb)
-                nb = 0
-    if nb > 0:
-        pktmbuf_free_bulk(dom, lcore, q.scr, nb)
+    cnt = umem_release(dom, lcore, _umem(q), OWN_FILL, q.scr)
     q.st[RS_POSTED] -= cnt
     return cnt

@@ -35,7 +35,7 @@ from .layout import (OWN_TX, OWN_USER, R_CONS, R_DESC, R_PROD, R_SIZE, TC_COMP, 
                      TS_TX_PROD, TX_MAX_BURST, U_CHUNK, U_MAX_LEN, U_OBJ_BASE, U_POOL,
                      U_RX_OFF)
 from .ring import ring_entries, ring_free, ring_load, ring_needs_wakeup, ring_publish
-from .umem import umem_buf_addr, umem_tx_frame
+from .umem import umem_buf_addr, umem_release, umem_tx_frame
 
 __all__ = ["af_xdp_tx_burst", "af_xdp_complete", "af_xdp_tx_release"]
 
@@ -233,21 +233,6 @@ def af_xdp_tx_burst(dom, q, lcore, pkts, n):
 def af_xdp_tx_release(dom, q, lcore):
     """After the socket is closed: every frame still on the Tx side goes back to the pool.
     Returns how many."""
-    u = _umem(q)
-    base = u.cfg[U_OBJ_BASE]
-    nb = 0
-    cnt = 0
-    cap = q.scr_comp.size
-    for k in range(u.own.size):
-        if u.own[k] == OWN_TX:
-            u.own[k] = OWN_USER
-            q.scr_comp[nb] = np.int32(base + k)
-            nb += 1
-            cnt += 1
-            if nb == cap:
-                pktmbuf_free_bulk(dom, lcore, q.scr_comp, nb)
-                nb = 0
-    if nb > 0:
-        pktmbuf_free_bulk(dom, lcore, q.scr_comp, nb)
+    cnt = umem_release(dom, lcore, _umem(q), OWN_TX, q.scr_comp)
     q.st[TS_INFLIGHT] -= cnt
     return cnt

@@ -14,9 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-from .layout import ADDR_MASK, OFFSET_SHIFT, U_CHUNK, U_NB_OBJ, U_PRIV, U_STRIDE
+from ..mbuf.free import pktmbuf_free_bulk
+from .layout import (ADDR_MASK, OFFSET_SHIFT, OWN_USER, U_CHUNK, U_NB_OBJ, U_OBJ_BASE, U_PRIV,
+                     U_STRIDE)
 
-__all__ = ["umem_rx_frame", "umem_tx_frame", "umem_buf_addr"]
+__all__ = ["umem_rx_frame", "umem_tx_frame", "umem_buf_addr", "umem_release"]
 
 
 @kernel(inline="always")
@@ -59,3 +61,24 @@ def umem_tx_frame(u, addr, own):
     if u.own[k] != own:
         return np.int64(-1)
     return k
+
+
+@kernel
+def umem_release(dom, lcore, u, own, scr):
+    """Once the socket is closed: free every mbuf in state ``own`` (the kernel held it), in
+    bulks of ``scr.size``.  Returns how many."""
+    base = u.cfg[U_OBJ_BASE]
+    nb = 0
+    cnt = 0
+    for k in range(u.own.size):
+        if u.own[k] == own:
+            u.own[k] = OWN_USER
+            scr[nb] = np.int32(base + k)
+            nb += 1
+            cnt += 1
+            if nb == scr.size:
+                pktmbuf_free_bulk(dom, lcore, scr, nb)
+                nb = 0
+    if nb > 0:
+        pktmbuf_free_bulk(dom, lcore, scr, nb)
+    return cnt

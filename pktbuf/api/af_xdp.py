@@ -44,7 +44,7 @@ from ..ethdev.layout import K_AF_XDP
 from ..lcore import facade_lcore
 from ..shm import page_round
 from .af_packet import _int_arg
-from .netif import if_index, if_link, if_mac, if_mtu
+from .netif import InterfacePort, if_index, if_mac, if_mtu
 from .port import Port, arg_bool, arg_int, check_devargs
 from .xdp_prog import XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, XdpProgram
 from .xsk import XDP_COPY, XDP_USE_NEED_WAKEUP, XDP_ZEROCOPY, Xsk, xsk_error
@@ -80,7 +80,7 @@ class _Queue:
         self.xdp_stats: dict = {}
 
 
-class AfXdpPort(Port):
+class AfXdpPort(InterfacePort, Port):
     """An AF_XDP port on queues ``start_queue .. start_queue + queue_count - 1`` of
     ``iface`` (in the caller's network namespace).
 
@@ -437,25 +437,9 @@ class AfXdpPort(Port):
         return x
 
     # -- the interface -------------------------------------------------------------------------
-    @property
-    def mtu(self) -> int:
-        """The interface's MTU, read now (Tx refuses longer frames); once closed, the last."""
-        if self.closed:
-            return self._mtu
-        mtu = if_mtu(self._probe, self.iface)
+    def _mtu_changed(self, mtu: int) -> None:
         for q in self._q:
             q.umem.cfg[U_MAX_LEN] = mtu + ETHER_HDR_LEN
-        self._mtu = mtu
-        return mtu
-
-    @property
-    def mac_addr(self) -> bytes:
-        if not self.closed:
-            self._mac = if_mac(self._probe, self.iface)
-        return self._mac
-
-    def link(self) -> dict:
-        return if_link(None if self.closed else self._probe, self.iface)
 
     def info(self) -> dict:
         i = super().info()

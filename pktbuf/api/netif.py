@@ -10,7 +10,8 @@ import fcntl
 import socket
 import struct
 
-__all__ = ["ifreq_ioctl", "if_index", "if_mtu", "if_mac", "if_link", "SIOCGIFINDEX"]
+__all__ = ["ifreq_ioctl", "if_index", "if_mtu", "if_mac", "if_link", "SIOCGIFINDEX",
+           "InterfacePort"]
 
 SIOCGIFFLAGS = 0x8913
 SIOCGIFMTU = 0x8921
@@ -68,3 +69,40 @@ def if_link(sock: socket.socket | None, iface: str) -> dict:
         up = False
     return {"status": "UP" if up else "DOWN", "speed": if_speed(sock, iface) if up else 0,
             "duplex": "full-duplex"}
+
+
+class InterfacePort:
+    """What a port on a Linux interface answers about it (mixed in before
+    :class:`~pktbuf.api.port.Port`): ``mtu``, ``mac_addr`` and ``link()``, asked through the
+    port's own socket ``self._probe`` while it is open, the last answers once it is closed.
+    ``_mtu_changed(mtu)`` hands a new MTU to the Tx queues."""
+
+    _probe = None
+    _mtu = 0
+    _mac = bytes(6)
+
+    def _mtu_changed(self, mtu: int) -> None:
+        pass
+
+    @property
+    def mtu(self) -> int:
+        """The interface's MTU, read now (and handed to the Tx queues, which refuse longer
+        frames); once closed, the last one read."""
+        if self.closed:
+            return self._mtu
+        mtu = if_mtu(self._probe, self.iface)
+        self._mtu_changed(mtu)
+        self._mtu = mtu
+        return mtu
+
+    @property
+    def mac_addr(self) -> bytes:
+        """The interface's MAC address, read now; once closed, the last one read."""
+        if not self.closed:
+            self._mac = if_mac(self._probe, self.iface)
+        return self._mac
+
+    def link(self) -> dict:
+        """UP when the interface is up and has carrier (``IFF_UP | IFF_RUNNING``); its speed
+        as ethtool reports it (veth: 10000)."""
+        return if_link(None if self.closed else self._probe, self.iface)

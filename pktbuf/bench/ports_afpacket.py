@@ -532,18 +532,27 @@ def _ref_note(res) -> str:
     return "FAILED: " + st[len("failed: "):] if st.startswith("failed") else st
 
 
-def print_rx(res: dict) -> int:
-    print("\nAF_PACKET 64 B rx-only over veth: busy TSC cycles per packet of the receiver "
-          "(CPU 1)\nat a fixed offered load (generator on CPU 0), alternating rounds")
+def print_head(res: dict, title: str) -> bool:
+    """The title, the offered load and the probe lines of an rx section; False if it
+    failed."""
+    print(title)
     if res["status"] != "ok":
         print(f"  FAILED: {res['reason']}")
-        return 1
+        return False
     print(f"  offered load: {res['rate_pps'] / 1e3:.0f} kpps ({res['rate_rule']}); "
           f"{res['rounds']} rounds x {res['seconds']:g} s")
     for who, p in res.get("probe", {}).items():
         if p.get("status") == "ok":
-            print(f"    probe, unpaced: {who:<8} received {p['received_pps'] / 1e3:.0f} kpps "
+            print(f"    probe, unpaced: {who:<16} received {p['received_pps'] / 1e3:.0f} kpps "
                   f"(generator offered {p['offered_pps'] / 1e3:.0f} kpps)")
+    return True
+
+
+def print_rx(res: dict) -> int:
+    if not print_head(res, "\nAF_PACKET 64 B rx-only over veth: busy TSC cycles per packet of "
+                           "the receiver (CPU 1)\nat a fixed offered load (generator on CPU 0), "
+                           "alternating rounds"):
+        return 1
     rc = _print_cycles(res)
     ratio = res.get("ratio")
     print(f"  pktbuf / testpmd cycles per packet: {_fmt(ratio, '.2f')}x   "
@@ -583,17 +592,18 @@ def _per_round(res) -> str:
     return f"\n    per round: {', '.join(f'{x:.2f}' for x in r)}" if r else ""
 
 
-def print_fwd(res: dict) -> int:
-    print("\nAF_PACKET 64 B io forwarding between two veth pairs: forwarder on CPU 1, "
-          "generator + sink on CPU 0")
+def print_fwd(res: dict, title: str = "\nAF_PACKET 64 B io forwarding between two veth "
+              "pairs: forwarder on CPU 1, generator + sink on CPU 0",
+              cycles_target: str = "   (target <= 1.0x)") -> int:
+    print(title)
     if res["status"] != "ok":
         print(f"  FAILED: {res['reason']}")
         return 1
     print(f"  (a) busy cycles per packet at {res['rate_pps'] / 1e3:.0f} kpps "
           f"({res['rate_rule']}); {res['rounds']} rounds x {res['seconds']:g} s")
     rc = _print_cycles(res)
-    print(f"  pktbuf / testpmd cycles per packet: {_fmt(res.get('ratio'), '.2f')}x   "
-          f"(target <= 1.0x)" + _per_round(res))
+    print(f"  pktbuf / testpmd cycles per packet: {_fmt(res.get('ratio'), '.2f')}x"
+          + cycles_target + _per_round(res))
     print(f"  (b) loss-free rate (zero loss at the sink, bisection under "
           f"{res['search_ceiling_pps'] / 1e3:.0f} kpps, {res['trial_seconds']:g} s trials)")
     for who in ("testpmd", "pktbuf"):

@@ -31,17 +31,10 @@ def measure_fwd(**kw) -> dict:
 
 
 def print_rx(res: dict) -> int:
-    print("\nAF_XDP 64 B rx-only over veth (copy mode): busy TSC cycles per packet of the "
-          "receiver (CPU 1)\nat a fixed offered load (generator on CPU 0), alternating rounds")
-    if res["status"] != "ok":
-        print(f"  FAILED: {res['reason']}")
+    if not A.print_head(res, "\nAF_XDP 64 B rx-only over veth (copy mode): busy TSC cycles "
+                             "per packet of the receiver (CPU 1)\nat a fixed offered load "
+                             "(generator on CPU 0), alternating rounds"):
         return 1
-    print(f"  offered load: {res['rate_pps'] / 1e3:.0f} kpps ({res['rate_rule']}); "
-          f"{res['rounds']} rounds x {res['seconds']:g} s")
-    for who, p in res.get("probe", {}).items():
-        if p.get("status") == "ok":
-            print(f"    probe, unpaced: {who:<16} received {p['received_pps'] / 1e3:.0f} kpps "
-                  f"(generator offered {p['offered_pps'] / 1e3:.0f} kpps)")
     rc = A._print_cycles(res)
     names = {"pktbuf": "pktbuf AF_XDP", "pktbuf_coalesced": "pktbuf AF_XDP coalesced",
              "testpmd": "testpmd net_af_xdp", "pktbuf_af_packet": "pktbuf AF_PACKET"}
@@ -55,27 +48,5 @@ def print_rx(res: dict) -> int:
 
 
 def print_fwd(res: dict) -> int:
-    print("\nAF_XDP 64 B io forwarding between two veth pairs (copy mode): forwarder on CPU 1, "
-          "generator + sink on CPU 0")
-    if res["status"] != "ok":
-        print(f"  FAILED: {res['reason']}")
-        return 1
-    print(f"  (a) busy cycles per packet at {res['rate_pps'] / 1e3:.0f} kpps "
-          f"({res['rate_rule']}); {res['rounds']} rounds x {res['seconds']:g} s")
-    rc = A._print_cycles(res)
-    print(f"  pktbuf / testpmd cycles per packet: {A._fmt(res.get('ratio'), '.2f')}x"
-          + A._per_round(res))
-    print(f"  (b) loss-free rate (zero loss at the sink, bisection under "
-          f"{res['search_ceiling_pps'] / 1e3:.0f} kpps, {res['trial_seconds']:g} s trials)")
-    for who in ("testpmd", "pktbuf"):
-        p = res.get(who)
-        if not p or (who == "testpmd" and res["testpmd_status"] != "ok"):
-            continue
-        lim = "  (reached the generator's limit: a lower bound)" \
-            if p.get("loss_free_generator_limited") else ""
-        print(f"  {who:<34} {A._fmt(p['loss_free_pps'] and p['loss_free_pps'] / 1e3, '.0f'):>9}"
-              f" kpps  (samples "
-              f"{', '.join(f'{x / 1e3:.0f}' for x in p['samples_loss_free_pps'])})" + lim)
-    print(f"  pktbuf / testpmd loss-free rate: {A._fmt(res.get('rate_ratio'), '.2f')}x   "
-          f"(target >= 1.0x)")
-    return rc
+    return A.print_fwd(res, "\nAF_XDP 64 B io forwarding between two veth pairs (copy mode): "
+                            "forwarder on CPU 1, generator + sink on CPU 0", "")

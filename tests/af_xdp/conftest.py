@@ -1,16 +1,11 @@
-import os
-
 import pytest
 
 from ..netns import Netns
+from ..netns import need_root as _need_root
 
 
 def need_root():
-    if os.geteuid() != 0:
-        if os.environ.get("CI"):
-            pytest.fail("the AF_XDP tests need root (network namespaces, CAP_NET_RAW, "
-                        "CAP_BPF, CAP_NET_ADMIN)", pytrace=False)
-        pytest.skip("the AF_XDP tests need root")
+    _need_root("AF_XDP (network namespaces, CAP_NET_RAW, CAP_BPF, CAP_NET_ADMIN)")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 
 import pktbuf
 from pktbuf.api.af_packet import AfPacketPort
-from pktbuf.api.af_xdp import AfXdpPort
 from pktbuf.errors import (Busy, InvalidArgument, NoRoom, NoSuchInterface, PoolExhausted,
                            PortError)
 

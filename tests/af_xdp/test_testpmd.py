@@ -15,7 +15,8 @@ import pytest
 from pktbuf.apps import testpmd as T
 from pktbuf.errors import Busy
 
-from ..af_packet.helpers import frames, receive, send_all
+from ..af_packet.helpers import (check_io_echo, check_txonly, frames, receive, send_all,
+                                 start_testpmd, wait_testpmd_rx)
 from .helpers import audit_whole, open_port, wait_detached, xdp_attached
 
 if not T.available():
@@ -27,29 +28,15 @@ SIZES = list(range(60, 1515, 29)) + [1514]
 
 
 def _testpmd(ns, fwd, iface="veth1", **kw):
-    tp = T.Testpmd(vdevs=[f"net_af_xdp0,iface={iface},start_queue=0,queue_count=1"], fwd=fwd,
-                   netns=ns.name, bpffs=True, **kw).start()
-    if not tp.wait_log(r"testpmd> ", 60):
-        log = tp.log()
-        tp.cleanup()
-        pytest.fail(f"testpmd did not start:\n{log[-3000:]}")
-    mark = len(tp.log())
-    tp.cmd("start")
-    assert tp.wait_log(r"packet forwarding - ports=", 10, since=mark), tp.log()[-2000:]
-    return tp
+    return start_testpmd(ns, fwd, f"net_af_xdp0,iface={iface},start_queue=0,queue_count=1",
+                         bpffs=True, **kw)
 
 
 def test_io_echo_byte_exact(ns, pool):
     a = open_port(ns, pool)
     tp = _testpmd(ns, "io")
     try:
-        want = frames(SIZES * 4, seed=51)
-        assert send_all(a, pool, want) == len(want)
-        got = receive(a, pool, len(want), timeout=20)
-        assert len(got) == len(want), tp.port_stats()
-        assert got == want
-        st = tp.port_stats()
-        assert st["rx_packets"] == st["tx_packets"] == len(want)
+        check_io_echo(a, pool, tp, frames(SIZES * 4, seed=51))
     finally:
         tp.cleanup()
         a.close()
@@ -62,13 +49,7 @@ def test_pktbuf_to_testpmd_rxonly(ns, pool):
     try:
         want = frames(SIZES * 3, seed=52)
         assert send_all(a, pool, want) == len(want)
-        end = time.monotonic() + 20
-        st = {}
-        while time.monotonic() < end:
-            st = tp.port_stats()
-            if st.get("rx_packets", 0) >= len(want):
-                break
-            time.sleep(0.2)
+        st = wait_testpmd_rx(tp, len(want))
         assert st["rx_packets"] == len(want)
         assert st["rx_bytes"] == sum(map(len, want))
     finally:
@@ -84,17 +65,7 @@ def test_testpmd_txonly_to_pktbuf(ns, pool):
     a = open_port(ns, pool)
     tp = _testpmd(ns, "txonly")
     try:
-        got = receive(a, pool, 3000, timeout=20)
-        tp.stop_forwarding()
-        sent = tp.port_stats()["tx_packets"]
-        got += receive(a, pool, 1 << 30, timeout=1.0)
-        mac = ns.link("veth1")["address"]
-        src = bytes(int(x, 16) for x in mac.split(":"))
-        assert len(got) >= 3000
-        assert all(len(g) == 64 and g[6:12] == src and g[12:14] == b"\x08\x00" for g in got)
-        s = a.stats()
-        assert s["ipackets"] == len(got)
-        assert s["ipackets"] + s["imissed"] <= sent
+        check_txonly(a, pool, tp, ns)
     finally:
         tp.cleanup()
         a.close()
