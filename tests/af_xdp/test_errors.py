@@ -229,3 +229,36 @@ def test_link_down_mid_traffic(ns, pool):
         x.close()
         p.close()
     audit_whole(pool)
+
+
+CHILD_MEMLOCK = r"""
+import pktbuf
+from pktbuf.api.af_xdp import AfXdpPort
+from pktbuf.errors import OutOfMemory
+pool = pktbuf.PktmbufPool(4096, 0)
+try:
+    AfXdpPort(pool, "veth0")
+except OutOfMemory as e:
+    assert pool.in_use_count == 0
+    print("REFUSED", e)
+"""
+
+
+def test_umem_over_memlock_limit(ns, pool):
+    """Without CAP_IPC_LOCK the UMEM's pinned pages count against RLIMIT_MEMLOCK: a pool over
+    the limit is refused at open (XDP_UMEM_REG: ENOBUFS) with what to do about it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    if shutil.which("setpriv") is None or shutil.which("prlimit") is None:
+        pytest.skip("needs util-linux's setpriv and prlimit")
+    x = open_port(ns, pool)          # the set-up kernels compiled here first (shared cache)
+    x.close()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run(ns.exec_argv(["setpriv", "--bounding-set", "-ipc_lock", "--inh-caps",
+                                     "-ipc_lock", "prlimit", "--memlock=1048576",
+                                     sys.executable, "-c", CHILD_MEMLOCK]),
+                       cwd=root, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "REFUSED" in r.stdout and "RLIMIT_MEMLOCK" in r.stdout and "CAP_IPC_LOCK" in r.stdout

@@ -3,6 +3,7 @@ through the port table with a DPDK device string."""
 import time
 
 import numpy as np
+import pytest
 
 import pktbuf
 from pktbuf.api.af_packet import AfPacketPort
@@ -176,4 +177,48 @@ def test_rx_coalescing(ns, pool):
     finally:
         x.close()
         p.close()
+    audit_whole(pool)
+
+
+def test_two_queues(pool):
+    """queue_count=2 on a two-queue veth: one socket per queue, the program redirects by Rx
+    queue index.  A packet socket with PACKET_QDISC_BYPASS sends on the queue of its CPU, and
+    veth delivers on the peer's Rx queue of that index: frames sent from CPU 0 arrive on
+    queue 0, from CPU 1 on queue 1."""
+    import os
+    import socket
+    import threading
+
+    from ..netns import Netns
+    from .conftest import need_root
+    need_root()
+    if (os.cpu_count() or 1) < 2 or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    with Netns() as ns:
+        ns.veth(queues=2)
+        x = open_port(ns, pool, queue_count=2)
+        try:
+            assert x.nb_rx_queues == x.nb_tx_queues == 2
+            with ns.entered():
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            s.setsockopt(263, 20, 1)                      # PACKET_QDISC_BYPASS
+            s.bind(("veth1", 0))
+            sent = {0: frames([80] * 10, seed=38), 1: frames([90] * 10, seed=39)}
+
+            def send_from(cpu):
+                os.sched_setaffinity(0, {cpu})
+                for f in sent[cpu]:
+                    s.send(f)
+
+            for cpu in (0, 1):
+                t = threading.Thread(target=send_from, args=(cpu,))
+                t.start()
+                t.join()
+            s.close()
+            for q in (0, 1):
+                assert receive(x, pool, 10, queue=q, timeout=10) == sent[q]
+            assert x.stats()["q_ipackets"] == [10, 10]
+            assert send_all(x, pool, sent[0], queue=1) == 10      # Tx on queue 1 too
+        finally:
+            x.close()
     audit_whole(pool)
