@@ -126,6 +126,7 @@ TS_BAD_COMP = 14        # completion addresses naming no frame on the Tx ring
 TS_TOO_LONG = 15
 TS_RUNT = 16
 TS_COMPLETED = 17
+TS_NOT_OWNED = 18       # handles of frames the kernel holds, refused
 TS_WORDS = 24
 
 TX_MAX_BURST = 1024

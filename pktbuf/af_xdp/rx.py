@@ -35,12 +35,12 @@ from ..mbuf.free import pktmbuf_free_bulk
 from ..mbuf.raw import pktmbuf_alloc_bulk
 from ..rawmem import addr_u8
 from ..syscalls import POLLIN, fd_poll, rx_kick
-from .layout import (FILL_BATCH, OWN_FILL, OWN_USER, R_DESC, R_SIZE, RC_FD, RC_FILL, RC_FLAGS, RC_PORT,
-                     RC_RX, RC_TARGET, RC_UMEM, RC_BATCH, RC_COALESCE_NS, RS_BAD_DESC,
-                     RS_BURSTS, RS_BYTES, RS_ERRORS, RS_HELD_SINCE,
-                     RS_FILL_CONS, RS_FILL_FULL, RS_FILL_PROD, RS_FILLED, RS_NOMBUF,
-                     RS_PACKETS, RS_POSTED, RS_RX_CONS, RS_RX_PROD, RS_WAITS, RS_WAKEUPS,
-                     RX_MAX_BURST, RXF_BUSY_POLL, R_CONS, R_PROD, U_OBJ_BASE, U_POOL)
+from .layout import (FILL_BATCH, OWN_FILL, OWN_USER, RC_BATCH, RC_COALESCE_NS, RC_FD, RC_FILL,
+                     RC_FLAGS, RC_PORT, RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC, RS_BURSTS, RS_BYTES,
+                     RS_ERRORS, RS_FILLED, RS_FILL_CONS, RS_FILL_FULL, RS_FILL_PROD, RS_HELD_SINCE,
+                     RS_NOMBUF, RS_PACKETS, RS_POSTED, RS_RX_CONS, RS_RX_PROD, RS_WAITS, RS_WAKEUPS,
+                     RXF_BUSY_POLL, RX_MAX_BURST, R_CONS, R_DESC, R_PROD, R_SIZE, U_OBJ_BASE,
+                     U_POOL)
 from .ring import ring_entries, ring_free, ring_load, ring_needs_wakeup, ring_publish
 from .umem import umem_buf_addr, umem_release, umem_rx_frame
 

@@ -13,9 +13,10 @@ the ring's free room, publish the producer (release), and when the kernel flagge
 ``NEED_WAKEUP`` (always in copy mode) kick it with ``sendto(MSG_DONTWAIT)`` -- again while it
 answers ``EAGAIN`` (copy mode sends 32 frames per call), a bounded number of times.  A packet
 that cannot be sent (shorter than an Ethernet header, longer than MTU + 14 (+ 4 if 802.1Q)
-or than a chunk holds) is taken, freed and counted in oerrors.  ``ENETDOWN`` and other kick
-errors are counted (``TS_KICK_ERRORS``, ``TS_LAST_ERRNO``); the descriptors stay on the ring
-and go out with a later kick.
+or than a chunk holds) is taken, freed and counted in oerrors; a handle whose frame the
+kernel holds (the caller does not own it) is taken and counted, and left alone.  ``ENETDOWN``
+and other kick errors are counted (``TS_KICK_ERRORS``, ``TS_LAST_ERRNO``); the descriptors
+stay on the ring and go out with a later kick.
 """
 from __future__ import annotations
 
@@ -29,10 +30,10 @@ from ..mbuf.raw import mbuf_raw_alloc, pktmbuf_raw_reset
 from ..rawmem import addr_u8, copy_in_bounds, load_u8
 from ..syscalls import tx_kick
 from .layout import (OWN_TX, OWN_USER, R_CONS, R_DESC, R_PROD, R_SIZE, TC_COMP, TC_FD, TC_TX,
-                     TC_UMEM, TS_BAD_COMP, TS_BYTES, TS_COMP_CONS, TS_COMP_PROD, TS_COMPLETED,
-                     TS_COPIED, TS_ERRORS, TS_FULL, TS_INFLIGHT, TS_KICK_ERRORS, TS_KICKS,
-                     TS_LAST_ERRNO, TS_NOMBUF, TS_PACKETS, TS_RUNT, TS_TOO_LONG, TS_TX_CONS,
-                     TS_TX_PROD, TX_MAX_BURST, U_CHUNK, U_MAX_LEN, U_OBJ_BASE, U_POOL,
+                     TC_UMEM, TS_BAD_COMP, TS_BYTES, TS_COMPLETED, TS_COMP_CONS, TS_COMP_PROD,
+                     TS_COPIED, TS_ERRORS, TS_FULL, TS_INFLIGHT, TS_KICKS, TS_KICK_ERRORS,
+                     TS_LAST_ERRNO, TS_NOMBUF, TS_NOT_OWNED, TS_PACKETS, TS_RUNT, TS_TOO_LONG,
+                     TS_TX_CONS, TS_TX_PROD, TX_MAX_BURST, U_CHUNK, U_MAX_LEN, U_OBJ_BASE, U_POOL,
                      U_RX_OFF)
 from .ring import ring_entries, ring_free, ring_load, ring_needs_wakeup, ring_publish
 from .umem import umem_buf_addr, umem_release, umem_tx_frame
@@ -165,6 +166,13 @@ def af_xdp_tx_burst(dom, q, lcore, pkts, n):
         h = np.int64(pkts[taken])
         m = mb[h]
         k = h - base
+        if k >= 0 and k < nobj and u.own[k] != OWN_USER:
+            # a frame the kernel holds (posted for Rx, or on the Tx ring): not the caller's
+            # to send; taken and counted, never freed or posted twice
+            st[TS_NOT_OWNED] += 1
+            st[TS_ERRORS] += 1
+            taken += 1
+            continue
         direct = (k >= 0 and k < nobj and m.nb_segs == 1 and m.refcnt == 1
                   and (np.uint64(m.ol_flags) & np.uint64(F_NOT_DIRECT)) == 0
                   and np.int64(m.pool) == pid

@@ -23,17 +23,15 @@ import mmap
 import socket
 import time
 
-from ..af_xdp.layout import (AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM, R_CONS, R_DESC, R_FLAGS,
-                             R_PROD, R_SIZE, RC_BATCH, RC_COALESCE_NS, RC_FD, RC_FILL,
-                             RC_FLAGS, RC_PORT, RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC,
-                             RS_BURSTS, RS_BYTES, RS_ERRORS,
-                             RS_FILL_FULL, RS_NOMBUF, RS_PACKETS, RS_POSTED, RX_MAX_BURST,
-                             RXF_BUSY_POLL, TC_COMP, TC_FD, TC_PORT, TC_TX, TC_UMEM,
-                             TS_BAD_COMP, TS_BYTES, TS_COPIED, TS_ERRORS, TS_FULL,
-                             TS_INFLIGHT, TS_KICK_ERRORS, TS_LAST_ERRNO, TS_NOMBUF, TS_PACKETS,
-                             TS_RUNT, TS_TOO_LONG, TX_MAX_BURST, U_CHUNK, U_MAX_LEN, U_NB_OBJ,
-                             U_OBJ_BASE, U_POOL, U_PRIV, U_RX_OFF, U_STRIDE,
-                             XDP_PACKET_HEADROOM)
+from ..af_xdp.layout import (AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM, RC_BATCH, RC_COALESCE_NS, RC_FD,
+                             RC_FILL, RC_FLAGS, RC_PORT, RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC,
+                             RS_BURSTS, RS_BYTES, RS_ERRORS, RS_FILL_FULL, RS_NOMBUF, RS_PACKETS,
+                             RS_POSTED, RXF_BUSY_POLL, RX_MAX_BURST, R_CONS, R_DESC, R_FLAGS,
+                             R_PROD, R_SIZE, TC_COMP, TC_FD, TC_PORT, TC_TX, TC_UMEM, TS_BAD_COMP,
+                             TS_BYTES, TS_COPIED, TS_ERRORS, TS_FULL, TS_INFLIGHT, TS_KICK_ERRORS,
+                             TS_LAST_ERRNO, TS_NOMBUF, TS_NOT_OWNED, TS_PACKETS, TS_RUNT,
+                             TS_TOO_LONG, TX_MAX_BURST, U_CHUNK, U_MAX_LEN, U_NB_OBJ, U_OBJ_BASE,
+                             U_POOL, U_PRIV, U_RX_OFF, U_STRIDE, XDP_PACKET_HEADROOM)
 from ..af_xdp.rx import (af_xdp_fill, af_xdp_rx_burst, af_xdp_rx_count, af_xdp_rx_release,
                          af_xdp_rx_wait)
 from ..af_xdp.tx import af_xdp_complete, af_xdp_tx_burst, af_xdp_tx_release
@@ -428,6 +426,7 @@ class AfXdpPort(InterfacePort, Port):
         x["rx_fill_ring_full"] = sum(int(q.rxq.st[RS_FILL_FULL]) for q in qs)
         x["tx_bad_completions"] = sum(int(q.txq.st[TS_BAD_COMP]) for q in qs)
         x["tx_copied_packets"] = sum(int(q.txq.st[TS_COPIED]) for q in qs)
+        x["tx_not_owned_errors"] = sum(int(q.txq.st[TS_NOT_OWNED]) for q in qs)
         x["tx_nombuf"] = sum(int(q.txq.st[TS_NOMBUF]) for q in qs)
         x["tx_ring_full"] = sum(int(q.txq.st[TS_FULL]) for q in qs)
         x["tx_too_long_errors"] = sum(int(q.txq.st[TS_TOO_LONG]) for q in qs)

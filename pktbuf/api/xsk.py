@@ -120,7 +120,8 @@ class Xsk:
             o = struct.unpack("16Q", self.sock.getsockopt(SOL_XDP, XDP_MMAP_OFFSETS, 128))
         except OSError as e:
             raise xsk_error(e, "XDP_MMAP_OFFSETS") from None
-        spec = (("rx", XDP_PGOFF_RX_RING, o[0:4], rx, 16), ("tx", XDP_PGOFF_TX_RING, o[4:8], tx, 16),
+        spec = (("rx", XDP_PGOFF_RX_RING, o[0:4], rx, 16),
+                ("tx", XDP_PGOFF_TX_RING, o[4:8], tx, 16),
                 ("fill", XDP_UMEM_PGOFF_FILL_RING, o[8:12], fill, 8),
                 ("comp", XDP_UMEM_PGOFF_COMPLETION_RING, o[12:16], comp, 8))
         for name, pgoff, offs, n, entry in spec:

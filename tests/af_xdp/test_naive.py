@@ -12,6 +12,7 @@ from pktbuf.af_xdp.layout import (AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM, OWN_FILL,
                                   R_CONS, R_DESC, R_FLAGS, R_PROD, R_SIZE, RC_FD, RC_FILL,
                                   RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC, RS_POSTED, TC_COMP,
                                   TC_FD, TC_TX, TC_UMEM, TS_BAD_COMP, TS_COPIED, TS_INFLIGHT,
+                                  TS_NOT_OWNED,
                                   U_CHUNK, U_MAX_LEN, U_NB_OBJ, U_OBJ_BASE, U_POOL, U_PRIV,
                                   U_RX_OFF, U_STRIDE)
 from pktbuf.af_xdp.ring import ring_entries, ring_free
@@ -256,4 +257,23 @@ def test_tx_ring_full_keeps_the_rest(pool):
     assert sum(1 for k in range(pool.n) if s.umem.own[k] == OWN_TX) == 8
     pool.free_bulk(a[8:])
     assert af_xdp_tx_release(s.dom, s.txq, 0) == 8
+    assert pool.audit() == pool.n
+
+
+def test_tx_refuses_frames_the_kernel_holds(pool):
+    """A handle whose buffer is posted for Rx is not the caller's: Tx takes it, counts it,
+    and neither posts nor frees it; it goes back with the Rx frames at release."""
+    s = Sim(pool, size=64, target=8)
+    assert af_xdp_fill(s.dom, s.rxq, 0, 8) == 8
+    posted = [pool.obj_base + (int(a) - pool.priv_size) // pool.elt_size
+              for a in s.fill.desc[:8]]
+    mine = pool.alloc()
+    mine.append_bytes(bytes(60))
+    a = np.array([posted[0], mine.handle], np.int32)
+    assert af_xdp_tx_burst(s.dom, s.txq, 0, a, 2) == 2
+    assert s.tx.prod == 1 and int(s.tx.desc[1]) == 60
+    assert int(s.txq.st[TS_NOT_OWNED]) == 1
+    assert s.umem.own[posted[0] - pool.obj_base] == OWN_FILL
+    assert af_xdp_tx_release(s.dom, s.txq, 0) == 1
+    assert af_xdp_rx_release(s.dom, s.rxq, 0) == 8
     assert pool.audit() == pool.n
