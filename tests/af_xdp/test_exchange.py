@@ -222,3 +222,20 @@ def test_two_queues(pool):
         finally:
             x.close()
     audit_whole(pool)
+
+
+def test_without_need_wakeup_or_busy_polling(ns, pool):
+    """bind without XDP_USE_NEED_WAKEUP, no busy polling: the Tx kick still goes out (copy
+    mode always flags the Tx ring), frames cross both ways."""
+    x, p = _pair(ns, pool, need_wakeup=False, busy_budget=0)
+    try:
+        assert x.info()["bind_flags"] == 0 and x.info()["busy_budget"] == 0
+        want = frames([64, 1514] * 8, seed=40)
+        assert send_all(x, pool, want) == len(want)
+        assert receive(p, pool, len(want), timeout=10) == want
+        assert send_all(p, pool, want) == len(want)
+        assert receive(x, pool, len(want), timeout=10) == want
+    finally:
+        x.close()
+        p.close()
+    audit_whole(pool)
