@@ -148,6 +148,14 @@ def start_testpmd(ns, fwd, vdev, **kw):
     return tp
 
 
+def check_rxonly(port, pool, tp, want) -> None:
+    """Frames sent through ``port`` all reach testpmd (rxonly on the peer), bytes counted."""
+    assert send_all(port, pool, want) == len(want)
+    st = wait_testpmd_rx(tp, len(want))
+    assert st["rx_packets"] == len(want)
+    assert st["rx_bytes"] == sum(map(len, want))
+
+
 def wait_testpmd_rx(tp, count, timeout=20.0) -> dict:
     """testpmd's port stats once it has received ``count`` frames (or at the timeout)."""
     end = time.monotonic() + timeout

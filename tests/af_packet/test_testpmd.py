@@ -11,8 +11,8 @@ import pytest
 from pktbuf.api.af_packet import AfPacketPort
 from pktbuf.apps import testpmd as T
 
-from .helpers import (check_io_echo, check_txonly, frames, receive, send_all,
-                      start_testpmd, wait_testpmd_rx, vlan_tag)
+from .helpers import (check_io_echo, check_rxonly, check_txonly, frames, receive, send_all,
+                      start_testpmd, vlan_tag)
 
 if not T.available():
     if os.environ.get("CI"):
@@ -62,11 +62,7 @@ def test_pktbuf_to_testpmd_rxonly(ns, pool):
     a = _port(ns, pool)
     tp = _testpmd(ns, "rxonly")
     try:
-        want = frames(SIZES * 3, seed=23)
-        assert send_all(a, pool, want) == len(want)
-        st = wait_testpmd_rx(tp, len(want))
-        assert st["rx_packets"] == len(want)
-        assert st["rx_bytes"] == sum(map(len, want))
+        check_rxonly(a, pool, tp, frames(SIZES * 3, seed=23))
     finally:
         tp.cleanup()
         a.close()

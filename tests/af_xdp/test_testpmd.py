@@ -15,8 +15,8 @@ import pytest
 from pktbuf.apps import testpmd as T
 from pktbuf.errors import Busy
 
-from ..af_packet.helpers import (check_io_echo, check_txonly, frames, receive, send_all,
-                                 start_testpmd, wait_testpmd_rx)
+from ..af_packet.helpers import (check_io_echo, check_rxonly, check_txonly, frames, receive, send_all,
+                                 start_testpmd)
 from .helpers import audit_whole, open_port, wait_detached, xdp_attached
 
 if not T.available():
@@ -47,11 +47,7 @@ def test_pktbuf_to_testpmd_rxonly(ns, pool):
     a = open_port(ns, pool)
     tp = _testpmd(ns, "rxonly")
     try:
-        want = frames(SIZES * 3, seed=52)
-        assert send_all(a, pool, want) == len(want)
-        st = wait_testpmd_rx(tp, len(want))
-        assert st["rx_packets"] == len(want)
-        assert st["rx_bytes"] == sum(map(len, want))
+        check_rxonly(a, pool, tp, frames(SIZES * 3, seed=52))
     finally:
         tp.cleanup()
         a.close()

@@ -60,6 +60,18 @@ def _both_sides(d):
     assert d["ratio"] == d["pktbuf"]["cycles_per_packet"] / d["testpmd"]["cycles_per_packet"]
 
 
+def _check_fwd(d):
+    """Both sides' runs, and each loss-free search: trials, their loss, the figure."""
+    _both_sides(d)
+    for who in ("pktbuf", "testpmd"):
+        (s,) = d["search"][who]
+        assert s["status"] == "ok" and s["trials"]
+        passing = [t["offered_pps"] for t in s["trials"] if t["lost"] == 0]
+        assert s["loss_free_pps"] == (max(passing) if passing else 0.0)
+        assert all(t["sent"] - t["received"] == t["lost"] for t in s["trials"])
+        assert d[who]["loss_free_pps"] == s["loss_free_pps"]
+
+
 def test_ports_afpacket_rx_quick(tmp_path):
     _need_afpacket()
     out = tmp_path / "ports.json"
@@ -81,14 +93,7 @@ def test_ports_afpacket_fwd_quick(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "io forwarding between two veth pairs" in r.stdout and "target >= 1.0x" in r.stdout
     d = json.loads(out.read_text())["afpacket_fwd"]
-    _both_sides(d)
-    for who in ("pktbuf", "testpmd"):
-        (s,) = d["search"][who]
-        assert s["status"] == "ok" and s["trials"]
-        passing = [t["offered_pps"] for t in s["trials"] if t["lost"] == 0]
-        assert s["loss_free_pps"] == (max(passing) if passing else 0.0)
-        assert all(t["sent"] - t["received"] == t["lost"] for t in s["trials"])
-        assert d[who]["loss_free_pps"] == s["loss_free_pps"]
+    _check_fwd(d)
     if d["testpmd"]["loss_free_pps"]:
         assert d["rate_ratio"] == d["pktbuf"]["loss_free_pps"] / d["testpmd"]["loss_free_pps"]
 
@@ -163,9 +168,4 @@ def test_ports_afxdp_fwd_quick(tmp_path):
     r = run_cli("bench", "ports", "--only", "afxdp_fwd", "--quick", "--json", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "AF_XDP 64 B io forwarding" in r.stdout and "target >= 1.0x" in r.stdout
-    d = json.loads(out.read_text())["afxdp_fwd"]
-    _both_sides(d)
-    for who in ("pktbuf", "testpmd"):
-        (s,) = d["search"][who]
-        assert s["status"] == "ok" and s["trials"]
-        assert all(t["sent"] - t["received"] == t["lost"] for t in s["trials"])
+    _check_fwd(json.loads(out.read_text())["afxdp_fwd"])
