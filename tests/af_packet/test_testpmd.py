@@ -11,8 +11,8 @@ import pytest
 from pktbuf.api.af_packet import AfPacketPort
 from pktbuf.apps import testpmd as T
 
-from .helpers import (check_io_echo, check_rxonly, check_txonly, frames, receive, send_all,
-                      start_testpmd, vlan_tag)
+from .helpers import (check_io_echo, check_rxonly, check_txonly, frames,
+                      receive, send_all, start_testpmd, vlan_tag)
 
 if not T.available():
     if os.environ.get("CI"):

@@ -15,8 +15,8 @@ import pytest
 from pktbuf.apps import testpmd as T
 from pktbuf.errors import Busy
 
-from ..af_packet.helpers import (check_io_echo, check_rxonly, check_txonly, frames, receive, send_all,
-                                 start_testpmd)
+from ..af_packet.helpers import (check_io_echo, check_rxonly, check_txonly, frames,
+                                 receive, send_all, start_testpmd)
 from .helpers import audit_whole, open_port, wait_detached, xdp_attached
 
 if not T.available():
