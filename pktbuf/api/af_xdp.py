@@ -83,8 +83,8 @@ class AfXdpPort(InterfacePort, Port):
     ``iface`` (in the caller's network namespace).
 
     ``pool``: the :class:`~pktbuf.PktmbufPool` whose region is the UMEM (Rx mbufs come from
-    it; its ``data_room`` must be 2048..page size... or larger, the kernel using the first page
-    of each buffer, and leave MTU + 14 bytes after ``max(headroom, 256)``).  ``force_copy``:
+    it): its ``data_room`` must be at least 2048 (the kernel uses at most a page of each
+    buffer) and leave MTU + 14 bytes after ``max(headroom, 256)``.  ``force_copy``:
     bind with ``XDP_COPY``; ``zero_copy``: bind with ``XDP_ZEROCOPY`` (refused where the driver
     has no zero-copy, e.g. veth); neither: the kernel's choice (zero-copy if it can).
     ``busy_budget``: 0 = no busy polling, else ``SO_PREFER_BUSY_POLL`` + ``SO_BUSY_POLL`` 20 us
