@@ -37,6 +37,10 @@ _LAZY = {
     "Heap": "pktbuf.api.heap",
     "PageArena": "pktbuf.api.pagepool",
     "PagePool": "pktbuf.api.pagepool",
+    "Rss": "pktbuf.api.rss",
+    "Distributor": "pktbuf.api.distributor",
+    "SharedDomain": "pktbuf.api.shared",
+    "PeerReport": "pktbuf.api.shared",
     "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.lcore",
@@ -48,7 +52,8 @@ from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # n
                      DynExists, DynNotFound, InvalidArgument, InvalidHandle, MemifDisconnected,
                      MemifError, MemifSocketError, NoRoom, OutOfMemory, OutOfRange, PktbufError,
                      NoSuchInterface, PcapError, PcapFormatError, PcapWriteError, PermissionDenied,
-                     PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError)
+                     PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError,
+                     SharedDomainError, NoSuchDomain, LayoutMismatch, LcoreBusy, PeerDied)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
@@ -57,7 +62,8 @@ __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument"
                                 "DynExists", "DynBusy", "DynNotFound",
                                 "PcapError", "PcapFormatError", "PcapWriteError",
                                 "PortError", "NoSuchInterface", "PermissionDenied",
-                                "TelemetryError"])
+                                "TelemetryError", "SharedDomainError", "NoSuchDomain",
+                                "LayoutMismatch", "LcoreBusy", "PeerDied"])
 
 
 def __getattr__(name):

@@ -1,6 +1,6 @@
 """The ``pktbuf`` command.
 
-    pktbuf bench [core|memif|pagepool|heap|ports|all] [options]  measure (default: core)
+    pktbuf bench [core|memif|pagepool|heap|ports|rss|distrib|all] [options]  measure (default: core)
     pktbuf demo [options]                                   the memif forwarding demo
     pktbuf fwd --vdev DEVICE [--vdev ...] [options]         testpmd-like forwarder over any ports
     pktbuf info                                             versions and cache location
@@ -23,6 +23,8 @@ _BENCHES = {
     "pagepool": "pktbuf.bench.pagepool",
     "heap": "pktbuf.bench.heap",
     "ports": "pktbuf.bench.ports",
+    "rss": "pktbuf.bench.rss",
+    "distrib": "pktbuf.bench.distrib",
 }
 
 

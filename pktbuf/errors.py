@@ -312,6 +312,38 @@ class AddressInUse(PktbufError, OSError):
 
 
 # ---------------------------------------------------------------------------------------------
+# shared domains (several processes, docs/multiprocess.md)
+
+class SharedDomainError(PktbufError):
+    """A shared domain cannot be created, attached to or used as asked."""
+
+
+class NoSuchDomain(SharedDomainError, LookupError):
+    """No shared domain of that name (no process serves it), or a passed fd that is not one,
+    or one whose creator has closed it."""
+    code = E_NOENT
+
+
+class LayoutMismatch(SharedDomainError):
+    """The shared domain was made by a pktbuf with another layout version: its memory cannot
+    be read by this one."""
+    code = E_INVAL
+
+
+class LcoreBusy(SharedDomainError, Busy):
+    """The lcore id asked for is held by another process attached to the domain."""
+
+
+class PeerDied(SharedDomainError):
+    """A process attached to the shared domain died without detaching.  ``pids`` lists the
+    dead ones; :meth:`pktbuf.SharedDomain.reap` reports what they held and frees their lcores."""
+
+    def __init__(self, msg: str = "", pids=()):
+        super().__init__(msg)
+        self.pids = tuple(pids)
+
+
+# ---------------------------------------------------------------------------------------------
 # telemetry
 
 class TelemetryError(PktbufError):

@@ -77,6 +77,12 @@ from .spinlock import spin_is_locked, spin_lock, spin_trylock, spin_unlock  # no
 from .rawmem import (addr_u8, copy_in_bounds, fill_in_bounds, load_u8, memcpy,  # noqa: F401
                      move_in_bounds,
                      memmove, memset, stack_i32, store_u8)
+from .rss.reta import reta_init, reta_queue, reta_update, rss_queue_bulk  # noqa: F401
+from .rss.thash import (convert_rss_key, softrss, softrss_be, thash_bulk,  # noqa: F401
+                        thash_lut, thash_table_init)
+from .rss.tuple import rss_hash_bulk, rss_hash_frame, rss_parse, rss_tuple  # noqa: F401
+from .distrib.kernels import (distributor_burst, distributor_ring_count,  # noqa: F401
+                              distributor_worker_burst)
 from .ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
                            ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,
                            ring_mc_dequeue_bulk, ring_mc_dequeue_burst, ring_mp_enqueue_bulk,

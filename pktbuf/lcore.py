@@ -28,7 +28,7 @@ MAX_LCORE = 128          # RTE_MAX_LCORE
 LCORE_ANY = -1           # "no lcore": bypass the caches (DPDK's LCORE_ID_ANY / unregistered thread)
 
 __all__ = ["LCORE_ANY", "MAX_LCORE", "facade_lcore", "reserve_lcores", "bind", "check_lcore",
-           "LcoreBinding"]
+           "LcoreBinding", "held_lcores", "set_auto_floor"]
 
 class _Local(threading.local):
     """Per-thread: the stack of bind()s and the automatically assigned slot.  Both always
@@ -114,6 +114,26 @@ def reserve_lcores(n: int) -> None:
     n = check_count(n, "n", lo=0, hi=MAX_LCORE)
     with _lock:
         _floor = max(_floor, n)
+
+
+def set_auto_floor(n: int) -> int:
+    """Set the lowest id the facade assigns automatically to ``n`` (``MAX_LCORE``: none, new
+    threads get ``LCORE_ANY``); returns the previous floor, to restore it later.  Unlike
+    :func:`reserve_lcores` it can lower the floor again."""
+    global _floor
+    n = check_count(n, "n", lo=0, hi=MAX_LCORE)
+    with _lock:
+        old, _floor = _floor, n
+    return old
+
+
+def held_lcores() -> list[int]:
+    """The ids that live threads of this process hold (bound or assigned automatically), sorted.
+    A shared domain claims them for this process, so no other process gets them."""
+    me = threading.current_thread()
+    with _lock:
+        return sorted(lc for lc in list(_owner) if lc in _owner and
+                      (_owner[lc] is me or _held_by_other(lc, me)))
 
 
 class LcoreBinding:

@@ -48,6 +48,11 @@ class PcapOverDpkt:
 
     track_write_ratio.unit = "ratio"
 
+    def track_write_null_ratio(self):
+        return self.res["write_null_ratio"]
+
+    track_write_null_ratio.unit = "ratio"
+
     def track_read_ratio(self):
         return self.res["read_ratio"]
 

@@ -7,8 +7,8 @@ import threading
 import numpy as np
 
 from ..errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, InvalidArgument, InvalidHandle,
-                      OutOfMemory, check_count, check_flag, check_handle, check_handles,
-                      raise_for)
+                      OutOfMemory, SharedDomainError, check_count, check_flag, check_handle,
+                      check_handles, raise_for)
 from ..lcore import check_lcore
 from .dynfield import DynRegistry
 from ..mbuf import layout as _mbuf_layout  # noqa: F401  (registers dom.mb)
@@ -106,6 +106,25 @@ class Domain:
         self._args = (self.state,)
         self._tls = threading.local()   # per-thread scratch for the free dry run
         self.dyn = DynRegistry()        # dynamic mbuf fields and flags
+        self._close_guard = None        # set by a SharedDomain: may a pool close now?
+
+    @classmethod
+    def _attached(cls, window: Window, state) -> "Domain":
+        """The facade of a domain another process created, whose window and tables this
+        process has mapped at the same addresses (:class:`pktbuf.SharedDomain` does it).
+        Pools are not created here: the creator's allocators own the object and ring ranges."""
+        self = cls.__new__(cls)
+        self.window = window
+        self.state = state
+        self._objs = self._rings = None
+        self._pools = {}
+        self._gens = [0] * MAX_POOLS
+        self._lock = threading.Lock()
+        self._args = (state,)
+        self._tls = threading.local()
+        self.dyn = DynRegistry()
+        self._close_guard = None
+        return self
 
     # -- configuration ---------------------------------------------------------------------
     @property
@@ -173,6 +192,10 @@ class Domain:
 
     # -- pool registration (used by the pool classes) -----------------------------------------
     def _register(self, pool, n: int, ring_size: int) -> tuple[int, int, int]:
+        if self._objs is None:
+            raise SharedDomainError("pools of a shared domain are created by the process that "
+                                    "created the domain (SharedDomain.create); attached "
+                                    "processes find them by name (SharedDomain.pool)")
         with self._lock:
             pid = next((i for i in range(MAX_POOLS) if i not in self._pools), None)
             if pid is None:
@@ -192,6 +215,8 @@ class Domain:
     def _unregister(self, pid: int, base: int, n: int, rbase: int, ring_size: int) -> None:
         with self._lock:
             self._pools.pop(pid, None)
+            if self._objs is None:      # an attached process only forgets its mapping
+                return
             self._objs.release(base, n)
             self._rings.release(rbase, ring_size)
 
@@ -219,7 +244,8 @@ class Domain:
             raise_for(rc, _free_msg(rc))
 
     def __repr__(self) -> str:
-        return f"Domain(pools={len(self._pools)}, max_objects={self._objs.cap})"
+        cap = self.state.mb.size if self._objs is None else self._objs.cap
+        return f"Domain(pools={len(self._pools)}, max_objects={cap})"
 
 
 def _free_msg(rc: int) -> str:

@@ -10,7 +10,7 @@ from ..mbuf import raw as RAW
 from ..mbuf.layout import DEFAULT_BUF_SIZE, F_INDIRECT, HEADROOM, NULL, PRIV_ALIGN
 from ..mempool.layout import OBJ_ALLOC
 from ..mempool import kernels as MK
-from ..mempool.layout import (CACHE_MAX_SIZE, LCORE_ANY, MAX_LCORE, POOL_DTYPE, POOL_F_MBUF,
+from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, LCORE_ANY, MAX_LCORE, POOL_DTYPE, POOL_F_MBUF,
                               POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED, STAT_NAMES)
 from ..shm import PAGE, Region
 from ..ring.kernels import RING_HDR_WORDS, ring_count_at, ring_init
@@ -95,7 +95,8 @@ class Mempool:
         p["region_size"] = self.region.size
         self._set_mbuf_fields(p)
         self.domain.stats_view()[self.id] = 0
-        self.domain.cache_len_view()[self.id] = 0
+        # the whole line of each lcore's cache: its length and its busy word
+        st.cache_len.reshape(-1, MAX_LCORE, CACHE_LINE_WORDS)[self.id] = 0
         ring_init(self.domain.ring_hdr_view(self.id),
                   st.ring_slots[self._ring_base:self._ring_base + ring_size], ring_size - 1, 0)
         p["flags"] = flags
@@ -104,6 +105,32 @@ class Mempool:
             RAW.pktmbuf_pool_init(st, self.id)
         self._args = self.domain._args
         self._closed = False
+
+    @classmethod
+    def _adopt(cls, domain: Domain, pid: int, name: str, region: Region) -> "Mempool":
+        """The facade of pool ``pid`` of an attached shared domain, created by another process
+        (its description is read from the pool table; ``region`` is its data, mapped here at
+        the creator's address).  Closing it only unmaps it here."""
+        p = domain.state.pools[pid]
+        if int(p["flags"]) & POOL_F_MBUF:
+            cls = PktmbufPool
+        self = cls.__new__(cls)
+        self.domain, self.name, self.region, self.id = domain, name, region, pid
+        self.n = int(p["size"])
+        self.cache_size = int(p["cache_size"])
+        self.elt_size = int(p["elt_size"])
+        self.obj_base = int(p["obj_base"])
+        self._ring_base = int(p["ring_base"])
+        self._ring_size = int(p["ring_size"])
+        if cls._is_mbuf:
+            self.data_room = int(p["data_room"])
+            self.headroom = int(p["headroom"])
+            self.priv_size = int(p["priv_size"])
+        self._args = domain._args
+        self._adopted = True
+        self._closed = False
+        domain._pools[pid] = self
+        return self
 
     def _set_mbuf_fields(self, p) -> None:
         pass
@@ -243,6 +270,14 @@ class Mempool:
         if self._closed:
             return
         force = check_flag(force, "force")
+        if getattr(self, "_adopted", False):     # another process's pool: unmap it here only
+            self.domain._unregister(self.id, self.obj_base, self.n, self._ring_base,
+                                    self._ring_size)
+            self._closed = True
+            self.region.close()
+            return
+        if self.domain._close_guard is not None:
+            self.domain._close_guard(self)
         st = self.domain.state
         in_use = self.in_use_count          # (objects in lcore caches count as available)
         if in_use and not force:

@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-telemetry", action="store_true")
     ap.add_argument("--record-core-cycles", action="store_true",
                     help="count the TSC cycles of busy iterations (testpmd's option)")
+    ap.add_argument("--workers", type=int, default=0, metavar="N",
+                    help="N worker processes, each pinned and owning its own queues (AF_PACKET: "
+                         "one fanout group; '{worker}' in a device string: the worker's "
+                         "number); 0: forward in this process")
     return ap
 
 
@@ -187,6 +191,12 @@ def main(argv=None) -> int:
     except ValueError:
         print("pktbuf fwd: --eth-peer takes N,XX:XX:XX:XX:XX:XX", file=sys.stderr)
         return 2
+    if a.workers:
+        if not 1 <= a.workers <= 64:
+            print("pktbuf fwd: --workers takes 1 .. 64", file=sys.stderr)
+            return 2
+        from .fwd_workers import main_workers
+        return main_workers(a, peers)
     try:
         fw = Forwarder(a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts,
                        nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,

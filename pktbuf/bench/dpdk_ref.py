@@ -89,14 +89,17 @@ def toolchain(env=None) -> Toolchain:
                      ver.stdout.strip())
 
 
-def build(source: Path | str | None = None, env=None, tc: Toolchain | None = None) -> Path:
+def build(source: Path | str | None = None, env=None, tc: Toolchain | None = None,
+          extra_cflags: tuple = ()) -> Path:
     """The reference program (default source: :data:`SOURCE`), compiled if the cache has no
-    build of this source with this DPDK and these flags."""
+    build of this source with this DPDK and these flags (``extra_cflags`` come after
+    pkg-config's, so ``-march=native`` overrides its ``-march``)."""
     env = dict(os.environ if env is None else env)
     tc = tc or toolchain(env)
     source = SOURCE if source is None else source
     src = Path(source).read_bytes()
-    cmd_tail = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", *tc.cflags]
+    cmd_tail = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", *tc.cflags,
+                *extra_cflags]
     key = hashlib.sha256(b"\0".join([src, tc.version.encode(), tc.cc.encode(),
                                      " ".join(cmd_tail + tc.libs).encode()])).hexdigest()[:16]
     out_dir = cache_dir(env)

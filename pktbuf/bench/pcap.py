@@ -13,6 +13,14 @@ and ``repeat`` times (medians reported):
 in Mpps, and the ratios ``write_ratio`` / ``read_ratio`` (pktbuf over dpkt).  pktbuf's loops
 allocate and free their mbufs, work dpkt does not have.  The file lives in ``dir`` (default a
 temporary directory on the default temporary filesystem).
+
+Writing to a file costs the kernel's copy into the page cache, the same for every writer, so
+two more figures tell the writers' own work from it:
+
+* ``dpkt_write_null`` / ``pktbuf_write_null`` (and ``write_null_ratio``): the same writes into
+  ``/dev/null``, which takes the bytes without copying them;
+* ``file_write_floor``: records per second that plain 1 MiB ``write()`` calls of the same bytes
+  reach into a new file in ``dir`` -- the ceiling for any writer there.
 """
 from __future__ import annotations
 
@@ -82,6 +90,31 @@ def pktbuf_write(pool, path: str, n: int, size: int, burst: int = 32) -> float:
         return time.perf_counter() - t
 
 
+def _write_floor(path: str, nbytes: int) -> float:
+    """Seconds for 1 MiB ``write()`` calls of ``nbytes`` bytes into a new file ``path``."""
+    chunk = bytes(1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        t = time.perf_counter()
+        done = 0
+        while done < nbytes:
+            done += os.write(fd, chunk[:min(len(chunk), nbytes - done)])
+        return time.perf_counter() - t
+    finally:
+        os.close(fd)
+
+
+def _dpkt_write(path: str, n: int, frame: bytes) -> float:
+    """Seconds for dpkt to write ``n`` copies of ``frame`` (µs pcap) into ``path``."""
+    import dpkt
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, snaplen=65535)
+        t = time.perf_counter()
+        w.writepkts((1.0, frame) for _ in range(n))
+        f.flush()
+        return time.perf_counter() - t
+
+
 def compare(n: int = 200_000, size: int = 64, repeat: int = 5, burst: int = 32,
             dir: str | None = None) -> dict:
     """Mpps of dpkt and pktbuf, reading and writing (see the module docstring)."""
@@ -94,23 +127,24 @@ def compare(n: int = 200_000, size: int = 64, repeat: int = 5, burst: int = 32,
     out = os.path.join(d, "out.pcap")
     frame = bytes(size)
     pool = PktmbufPool(8192, cache_size=256, name="bench-pcap")
-    res = {"dpkt_write": [], "dpkt_read": [], "pktbuf_write": [], "pktbuf_read": []}
+    res = {"dpkt_write": [], "dpkt_read": [], "pktbuf_write": [], "pktbuf_read": [],
+           "dpkt_write_null": [], "pktbuf_write_null": [], "file_write_floor": []}
     try:
         pktbuf_write(pool, src, n, size, burst)          # the input file; compiles
         pktbuf_read(pool, src, burst)
         for _ in range(repeat):
-            with open(out, "wb") as f:
-                w = dpkt.pcap.Writer(f, snaplen=65535)
-                t = time.perf_counter()
-                w.writepkts((1.0, frame) for _ in range(n))
-                f.flush()
-                res["dpkt_write"].append(n / (time.perf_counter() - t) / 1e6)
+            res["dpkt_write"].append(n / _dpkt_write(out, n, frame) / 1e6)
             with open(src, "rb") as f:
                 t = time.perf_counter()
                 k = sum(1 for _ in dpkt.pcap.Reader(f))
                 res["dpkt_read"].append(k / (time.perf_counter() - t) / 1e6)
             res["pktbuf_write"].append(n / pktbuf_write(pool, out, n, size, burst) / 1e6)
             res["pktbuf_read"].append(n / pktbuf_read(pool, src, burst) / 1e6)
+            res["dpkt_write_null"].append(n / _dpkt_write(os.devnull, n, frame) / 1e6)
+            res["pktbuf_write_null"].append(
+                n / pktbuf_write(pool, os.devnull, n, size, burst) / 1e6)
+            os.unlink(out)
+            res["file_write_floor"].append(n / _write_floor(out, n * (16 + size)) / 1e6)
     finally:
         pool.close(force=True)
         for p in (src, out):
@@ -122,6 +156,7 @@ def compare(n: int = 200_000, size: int = 64, repeat: int = 5, burst: int = 32,
     med = {k: statistics.median(v) for k, v in res.items()}
     med["write_ratio"] = med["pktbuf_write"] / med["dpkt_write"]
     med["read_ratio"] = med["pktbuf_read"] / med["dpkt_read"]
+    med["write_null_ratio"] = med["pktbuf_write_null"] / med["dpkt_write_null"]
     med.update(n=n, size=size, burst=burst, repeat=repeat)
     return med
 

@@ -157,6 +157,11 @@ def main(argv=None) -> int:
                      else "   testpmd net_pcap: not available" if not tp
                      else "   testpmd net_pcap: FAILED (no rate)")
             print(line)
+        print(f"  write into /dev/null (the writers' own work): pktbuf "
+              f"{r['pktbuf_write_null']:7.2f}   dpkt {r['dpkt_write_null']:6.3f} "
+              f"({r['write_null_ratio']:6.1f}x)")
+        print(f"  plain 1 MiB write() of the same bytes into a new file: "
+              f"{r['file_write_floor']:7.2f} Mpps (every writer's ceiling there)")
     kinds = [k for k in ("afpacket", "afxdp") if f"{k}_rx" in only or f"{k}_fwd" in only]
     if kinds:
         from . import ports_afpacket as A

@@ -32,7 +32,9 @@ from ..atomics import fetch_add
 from ..errors import E_BADF, E_INVAL, E_NOENT
 from ..ring.kernels import (CONS_TAIL, H_MASK, RING_QUEUE_FIXED, RING_HDR_WORDS, ring_count_at,
                             ring_do_dequeue, ring_do_enqueue)
-from .layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, MAX_LCORE, MAX_POOLS, OBJ_ALLOC, OBJ_FREE,
+from .layout import (CACHE_BUSY_FLUSH, CACHE_BUSY_FLUSH_HALF, CACHE_BUSY_REFILL,
+                     CACHE_LINE_WORDS, CACHE_MAX_SIZE, CACHE_W_BUSY, MAX_LCORE, MAX_POOLS,
+                     OBJ_ALLOC, OBJ_FREE,
                      POOL_F_SC_GET, POOL_F_SP_PUT, POOL_F_USED, POOL_NONE,
                      STAT_GET_COMMON_POOL_BULK, STAT_GET_COMMON_POOL_OBJS, STAT_GET_FAIL_BULK,
                      STAT_GET_FAIL_OBJS, STAT_GET_SUCCESS_BULK, STAT_GET_SUCCESS_OBJS,
@@ -59,6 +61,14 @@ def _stat_add(dom, pid, row, k, v):
 @kernel
 def _cache_slot(pid, lcore):
     return _U(pid) * _U(MAX_LCORE) + _U(lcore)
+
+
+@kernel
+def _cache_publish(dom, li, new_len):
+    """Store a cache's new length and clear its busy word in one 64-bit store (the length
+    is the low word, little-endian): a process killed before it leaves the old length and the
+    busy word, never one without the other."""
+    dom.cache_len.view(np.int64)[li >> _U(1)] = np.int64(new_len)
 
 
 @kernel
@@ -113,7 +123,11 @@ def _put_slow(dom, pid, lcore, objs, start, n):
             _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_BULK, 1)
             _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_OBJS, n)
             return 0
-        # flush the coldest half (the bottom of the stack) and keep the hot top
+        # flush the coldest half (the bottom of the stack) and keep the hot top.  The busy
+        # word brackets the window in which the ring and the cache disagree (the half is in
+        # both until the length is stored): a process killed inside it leaves the word set,
+        # and whoever reclaims its cache then knows not to trust it (docs/multiprocess.md)
+        dom.cache_len[li + _U(CACHE_W_BUSY)] = CACHE_BUSY_FLUSH_HALF
         _ring_put(dom, pid, cache, np.int64(cbase), half)
         _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_BULK, 1)
         _stat_add(dom, pid, row, STAT_PUT_COMMON_POOL_OBJS, half)
@@ -124,7 +138,7 @@ def _put_slow(dom, pid, lcore, objs, start, n):
     src = _U(start)
     for i in range(_U(n)):
         cache[dst + i] = objs[src + i]
-    dom.cache_len[li] = clen + n
+    _cache_publish(dom, li, clen + n)
     return 0
 
 
@@ -166,6 +180,8 @@ def _get_slow(dom, pid, lcore, objs, start, n):
     remaining = n - clen
     half = size >> 1
     new_len = -1
+    # the refill overwrites cache slots before the length says so: busy (see _put_slow)
+    dom.cache_len[li + _U(CACHE_W_BUSY)] = CACHE_BUSY_REFILL
     if remaining <= half and _ring_get(dom, pid, cache, np.int64(cbase), half) == half:
         top = cbase + _U(half - 1)
         d2 = dst + _U(clen)
@@ -182,8 +198,9 @@ def _get_slow(dom, pid, lcore, objs, start, n):
         # rollback: the cache length never changed and the ring gave nothing
         _stat_add(dom, pid, row, STAT_GET_FAIL_BULK, 1)
         _stat_add(dom, pid, row, STAT_GET_FAIL_OBJS, n)
+        dom.cache_len[li + _U(CACHE_W_BUSY)] = 0
         return E_NOENT
-    dom.cache_len[li] = new_len
+    _cache_publish(dom, li, new_len)
     _stat_add(dom, pid, row, STAT_GET_SUCCESS_BULK, 1)
     _stat_add(dom, pid, row, STAT_GET_SUCCESS_OBJS, n)
     return 0
@@ -278,8 +295,9 @@ def mempool_cache_flush(dom, pid, lcore):
     li = slot * _U(CACHE_LINE_WORDS)
     clen = np.int64(dom.cache_len[li])
     if clen > 0:
+        dom.cache_len[li + _U(CACHE_W_BUSY)] = CACHE_BUSY_FLUSH
         _ring_put(dom, pid, dom.cache_objs, np.int64(slot * _U(CACHE_MAX_SIZE)), clen)
-        dom.cache_len[li] = 0
+        _cache_publish(dom, li, 0)
 
 
 @kernel

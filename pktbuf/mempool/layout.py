@@ -19,7 +19,7 @@ Per pool (``pid``):
   the pool's ring, with the layout of :mod:`pktbuf.ring.kernels` ("ring_mp_mc" backend).
 * ``cache_len[(pid * MAX_LCORE + lcore) * CACHE_LINE_WORDS]`` and
   ``cache_objs[(pid * MAX_LCORE + lcore) * CACHE_MAX_SIZE:][:cache_size]`` -- one cache per
-  lcore, each length on its own cache line.
+  lcore, each length on its own cache line (with the cache's busy word, ``CACHE_W_BUSY``).
 * ``stats[((pid * (MAX_LCORE + 1)) + lcore) * STAT_WORDS:]`` -- the statistics counters of
   that lcore (row ``MAX_LCORE`` collects calls made without a cache, with atomic adds because
   several threads may share it).
@@ -38,6 +38,15 @@ from ..ring.kernels import RING_HDR_WORDS
 MAX_POOLS = 256          # pool ids are 16-bit in the object header; 0xFFFF is never used
 CACHE_MAX_SIZE = 512     # RTE_MEMPOOL_CACHE_MAX_SIZE
 CACHE_LINE_WORDS = 16    # int32 words per cache line
+# word 0 of an lcore's cache line is the cache length; word CACHE_W_BUSY says which operation
+# the owner is inside while the ring and the cache disagree (0: none).  The slow paths set it
+# before touching the ring and clear it with the same 64-bit store that publishes the new
+# length, so a process killed in between leaves the old length and the operation's name, and
+# whoever reclaims the cache knows which slots are still its own (docs/multiprocess.md)
+CACHE_W_BUSY = 1
+CACHE_BUSY_FLUSH_HALF = 1    # put: the bottom size/2 objects are going to the ring
+CACHE_BUSY_REFILL = 2        # get: the ring is refilling the cache's bottom size/2 slots
+CACHE_BUSY_FLUSH = 3         # cache_flush: the whole cache is going to the ring
 
 # pool flags
 POOL_F_USED = 0x1

@@ -90,11 +90,13 @@ def _gather(mb, h, dst, base, size, caplen):
 
 @kernel(inline="always")
 def _pcap_time(ts, nano):
-    """A classic pcap record's (seconds, fraction) of ``ts`` ns; the divisors are constants
-    in each branch, so both are multiplications."""
-    sec = ts // NS
-    r = ts - sec * NS
-    return sec, (r if nano else r // 1000)
+    """A classic pcap record's (seconds, fraction) of ``ts`` ns (a time before the epoch, which
+    the format cannot hold, is written as 0).  Unsigned, so each division by its constant is
+    one multiplication, without floor division's sign fix-up."""
+    u = np.uint64(max(ts, 0))
+    sec = u // np.uint64(NS)
+    r = u - sec * np.uint64(NS)
+    return np.int64(sec), np.int64(r if nano else r // np.uint64(1000))
 
 
 @kernel
@@ -125,6 +127,8 @@ def pcap_tx_burst(dom, q, lcore, mbufs, n):
         tsw = cfg[T_TS_WORD]
         tsf = np.uint64(cfg[T_TS_FLAG]) if tsw >= 0 else np.uint64(0)
         now = np.int64(-1)
+        now_sec = np.int64(0)       # _pcap_time(now): once per burst, not per record
+        now_frac = np.int64(0)
         # the fill level and counters live in locals: stores into the byte buffer may alias
         # st[], which would otherwise be reloaded and stored around every record
         o = st[TS_FILL]
@@ -148,14 +152,20 @@ def pcap_tx_burst(dom, q, lcore, mbufs, n):
                     break
                 o = 0
                 recs = 0
+            sec = now_sec
+            frac = now_frac
             if (m.ol_flags & tsf) != 0:
                 ts = (np.int64(m.dynfield1[tsw + 1]) << 32) | np.int64(m.dynfield1[tsw])
+                if fmt == TFMT_PCAP:
+                    sec, frac = _pcap_time(ts, nano)
             else:
                 if now < 0:
                     now = realtime_ns()
+                    now_sec, now_frac = _pcap_time(now, nano)
                 ts = now
+                sec = now_sec
+                frac = now_frac
             if fmt == TFMT_PCAP:
-                sec, frac = _pcap_time(ts, nano)
                 wr32(buf, o, sec)
                 wr32(buf, o + 4, frac)
                 wr32(buf, o + 8, caplen)

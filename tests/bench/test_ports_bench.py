@@ -136,11 +136,13 @@ def test_ports_pcap_quick(tmp_path):
     r = run_cli("bench", "ports", "--only", "pcap", "--quick", "--json", str(out))
     assert r.returncode == 0, r.stderr
     d = json.loads(out.read_text())["pcap"]
-    for k in ("pktbuf_read", "pktbuf_write", "dpkt_read", "dpkt_write"):
+    for k in ("pktbuf_read", "pktbuf_write", "dpkt_read", "dpkt_write", "pktbuf_write_null",
+              "dpkt_write_null", "file_write_floor"):
         assert d[k] > 0
+    assert d["write_null_ratio"] == d["pktbuf_write_null"] / d["dpkt_write_null"]
     if shutil.which("dpdk-testpmd") or os.environ.get("CI"):
         assert d["testpmd_read"] > 0 and d["testpmd_write"] > 0
-    assert "pcap, 64-byte frames" in r.stdout
+    assert "pcap, 64-byte frames" in r.stdout and "into /dev/null" in r.stdout
 
 
 def test_ports_afxdp_rx_quick(tmp_path):

@@ -1,0 +1,195 @@
+"""The software distributor for plain Python: :class:`Distributor`.
+
+    dist = Distributor(pool, workers=2)               # DPDK's common key, 128-entry RETA
+    k = dist.distribute(mbufs)                        # mbufs[:k] handed over; mbufs[k:] yours
+    got = dist.worker_burst(0, 32)                    # worker 0's packets
+
+For a single-queue port whose traffic is spread over workers: one thread or process receives
+and distributes, each worker takes its own ring.  Compiled loops call the kernels of
+:mod:`pktbuf.distrib` (:mod:`pktbuf.kernels`) with :attr:`Distributor.state`.  ``shared=True``
+puts the distributor in a memfd (``fd``, ``nbytes``) that a worker process maps with
+:meth:`Distributor.attach`; the mbufs themselves must then live in a domain both processes map
+(docs/rss.md, "Distributor").
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..distrib.kernels import distributor_burst, distributor_ring_count, distributor_worker_burst
+from ..distrib.layout import (BURST_MAX, D_HASH, D_L4, D_MAGIC, D_RING_SIZE, D_WORKERS, DISTRIB,
+                              MAGIC, MAX_WORKERS, W_DEQ, W_ENQ, W_FULL)
+from ..errors import InvalidArgument, check_count, check_flag
+from ..ring.kernels import RING_F_SC_DEQ, RING_F_SP_ENQ, RING_HDR_WORDS, ring_init
+from ..shm import Region
+from .rss import Rss, _domain_state
+
+__all__ = ["Distributor"]
+
+
+class Distributor:
+    """Spread packets over ``workers`` rings by RSS (``rss``: an :class:`Rss`; default
+    ``Rss(queues=workers)``, whose redirection table must name only workers ``< workers``).
+
+    ``use_mbuf_hash``: take each packet's hash from the mbuf (``RTE_MBUF_F_RX_RSS_HASH`` set
+    by a port or by :meth:`Rss.hash_bulk`; without the flag the packet goes to ``reta[0]``)
+    instead of hashing it here.  ``ring_size``: slots per worker ring, a power of two (holds
+    ``ring_size - 1`` packets).
+    """
+
+    def __init__(self, domain, workers: int, *, rss: Rss | None = None, ring_size: int = 1024,
+                 use_mbuf_hash: bool = False, shared: bool = False):
+        self.domain, self._dom = _domain_state(domain)
+        nw = check_count(workers, "workers", lo=1, hi=MAX_WORKERS)
+        size = check_count(ring_size, "ring_size", lo=2, hi=1 << 20)
+        if size & (size - 1):
+            raise InvalidArgument(f"ring_size must be a power of two, got {size}")
+        use_mbuf_hash = check_flag(use_mbuf_hash, "use_mbuf_hash")
+        shared = check_flag(shared, "shared")
+        if rss is None:
+            rss = Rss(queues=nw)
+        elif not isinstance(rss, Rss):
+            raise InvalidArgument(f"rss must be an Rss, got {type(rss).__name__}")
+        if int(rss.reta.max()) >= nw:
+            raise InvalidArgument(f"the redirection table names worker {int(rss.reta.max())}; "
+                                  f"this distributor has {nw} (make the Rss with queues={nw})")
+        self.rss = rss
+        self.state = DISTRIB.create({"reta": rss.reta.size, "slots": nw * size}, shared=shared,
+                                    name="pktbuf-distributor")
+        d = self.state
+        d.lut[:] = rss.table
+        d.reta[:] = rss.reta
+        for w in range(nw):
+            rc = ring_init(d.hdr[w * RING_HDR_WORDS:(w + 1) * RING_HDR_WORDS],
+                           d.slots[w * size:(w + 1) * size], size - 1,
+                           RING_F_SP_ENQ | RING_F_SC_DEQ)
+            if rc != 0:  # pragma: no cover - arguments were validated above
+                raise InvalidArgument(f"ring_init failed ({rc})")
+        d.cfg[D_WORKERS] = nw
+        d.cfg[D_RING_SIZE] = size
+        d.cfg[D_HASH] = 0 if use_mbuf_hash else 1
+        d.cfg[D_L4] = 1 if rss.l4 else 0
+        d.cfg[D_MAGIC] = MAGIC
+        self.workers = nw
+        self.ring_size = size
+        self._closed = False
+
+    # -- sharing -----------------------------------------------------------------------------
+    @property
+    def fd(self) -> int:
+        """The memfd of a ``shared=True`` distributor (pass it to the worker process)."""
+        fd = getattr(self.state.memory, "fd", None)
+        if fd is None:
+            raise InvalidArgument("this distributor is not shared (make it with shared=True)")
+        return fd
+
+    @property
+    def nbytes(self) -> int:
+        return self.state.memory.size
+
+    @classmethod
+    def attach(cls, domain, fd: int, nbytes: int) -> "Distributor":
+        """The distributor another process made with ``shared=True`` (its ``fd`` and
+        ``nbytes``), for this process's workers.  Its header and configuration are checked
+        before use."""
+        fd = check_count(fd, "fd", lo=0, hi=(1 << 31) - 1)
+        nbytes = check_count(nbytes, "nbytes", lo=1, hi=1 << 40)
+        try:
+            if os.fstat(fd).st_size < nbytes:
+                raise InvalidArgument(f"fd {fd} holds fewer than {nbytes} bytes")
+            region = Region.attach(fd, nbytes, "pktbuf-distributor-peer")
+        except (OSError, ValueError) as e:
+            raise InvalidArgument(f"cannot map a distributor from fd {fd} ({e})") from None
+        st = DISTRIB.attach(region)
+        cfg = st.cfg
+        nw, size = int(cfg[D_WORKERS]), int(cfg[D_RING_SIZE])
+        if (int(cfg[D_MAGIC]) != MAGIC or not 1 <= nw <= MAX_WORKERS or size < 2
+                or size & (size - 1) or st.slots.size != nw * size or st.reta.size < 1
+                or st.reta.size & (st.reta.size - 1) or int(st.reta.max()) >= nw):
+            raise InvalidArgument(f"fd {fd} does not hold a valid distributor")
+        self = cls.__new__(cls)
+        self.domain, self._dom = _domain_state(domain)
+        self.rss = None
+        self.state = st
+        self.workers = nw
+        self.ring_size = size
+        self._closed = False
+        return self
+
+    # -- data path -----------------------------------------------------------------------------
+    def distribute(self, mbufs) -> int:
+        """Hand the packets of ``mbufs`` (an int32 array of handles, at most 1024) to their
+        workers.  Returns ``k``: ``mbufs[:k]`` (reordered in place when some were refused)
+        are now the workers'; ``mbufs[k:]`` were refused because their worker's ring was
+        full and are still the caller's."""
+        self._open()
+        if not (isinstance(mbufs, np.ndarray) and mbufs.dtype == np.int32 and mbufs.ndim == 1):
+            raise InvalidArgument("mbufs must be a 1-d int32 array of handles (it is "
+                                  "reordered in place)")
+        if mbufs.size > BURST_MAX:
+            raise InvalidArgument(f"at most {BURST_MAX} packets per call, got {mbufs.size}")
+        a = self.domain.handles(mbufs, "mbufs")
+        if (a == -1).any():
+            raise InvalidArgument("mbufs holds a NULL handle (-1)")
+        Rss._check(self._dom, a)
+        return int(distributor_burst(self._dom, self.state, mbufs, mbufs.size))
+
+    def worker_burst(self, worker: int, n: int = 32) -> np.ndarray:
+        """Up to ``n`` packets from ``worker``'s ring (handles, now the caller's)."""
+        self._open()
+        w = self._worker(worker)
+        n = check_count(n, "n", lo=0, hi=1 << 20)
+        out = np.empty(n, np.int32)
+        k = int(distributor_worker_burst(self.state, w, out, n))
+        return out[:k]
+
+    def pending(self, worker: int) -> int:
+        """Packets waiting in ``worker``'s ring."""
+        return int(distributor_ring_count(self.state, self._worker(worker)))
+
+    def stats(self) -> list[dict]:
+        """Per worker: ``enqueued`` (handed to its ring), ``ring_full`` (refused, left with
+        the caller), ``dequeued`` (taken by the worker), ``pending`` (in the ring now)."""
+        st, wst = self.state.st, self.state.wst
+        return [{"enqueued": int(st[w, W_ENQ]), "ring_full": int(st[w, W_FULL]),
+                 "dequeued": int(wst[w, W_DEQ]), "pending": self.pending(w)}
+                for w in range(self.workers)]
+
+    def _worker(self, worker) -> int:
+        return check_count(worker, "worker", lo=0, hi=self.workers - 1)
+
+    def _open(self) -> None:
+        if self._closed:
+            raise InvalidArgument("the distributor is closed")
+
+    # -- teardown ---------------------------------------------------------------------------------
+    def drain(self) -> int:
+        """Free every packet still in the workers' rings (call when no worker runs any
+        more); returns how many."""
+        self._open()
+        n = 0
+        for w in range(self.workers):
+            while True:
+                got = self.worker_burst(w, 256)
+                if got.size == 0:
+                    break
+                self.domain.free_bulk(got)
+                n += got.size
+        return n
+
+    def close(self) -> None:
+        """Drain the rings (their packets go back to their pools) and release the memory."""
+        if self._closed:
+            return
+        self.drain()
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Distributor(workers={self.workers}, ring_size={self.ring_size})"

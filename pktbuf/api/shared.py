@@ -1,0 +1,999 @@
+"""A domain in shared memory that other processes attach to: :class:`SharedDomain`.
+
+The process that creates the domain (the *primary*, DPDK's word) owns its allocators: it
+creates every pool and ring, each under a name.  Other processes (*secondaries*) attach by the
+domain's name or by a passed fd, map the same memory at the same addresses, claim an lcore id
+that no other attached process holds, and find pools and rings by name.  See
+``docs/multiprocess.md`` for the design, the windows a killed process cannot be survived in,
+and what :meth:`SharedDomain.reap` reports about a dead one.
+
+The *header* is a small memfd next to the domain's tables: magic, layout version, the window's
+address and size, the primary's pid, the lcore ownership table, the registry of named pools and
+rings (with the primary's fd number and the inode of each memfd), the per-lcore baselines of the
+"held" accounting and the lost counts.  A process finds it by name through an abstract unix
+socket the primary serves (``@pktbuf-domain.<name>``), which hands out the header's and the
+registered memfds with SCM_RIGHTS; a process given the header's fd instead opens the others
+through ``/proc/<primary>/fd/<n>`` and checks their inodes.
+"""
+from __future__ import annotations
+
+import array
+import multiprocessing
+import os
+import re
+import select
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import (Busy, InvalidArgument, LayoutMismatch, LcoreBusy, NoSuchDomain, PeerDied,
+                      SharedDomainError, check_count)
+from ..lcore import LCORE_ANY, MAX_LCORE, bind, held_lcores, set_auto_floor
+from ..mempool import kernels as MK
+from ..mempool.layout import (CACHE_BUSY_FLUSH, CACHE_BUSY_FLUSH_HALF, CACHE_LINE_WORDS,
+                              CACHE_MAX_SIZE, CACHE_W_BUSY, DOMAIN, MAX_POOLS,
+                              OBJ_FREE, POOL_F_USED, STAT_GET_SUCCESS_OBJS, STAT_PUT_OBJS,
+                              STAT_WORDS)
+from ..mempool.peers import slot_cas, slot_load, slot_store
+from ..ring.kernels import CONS_HEAD, CONS_TAIL, H_MASK, PROD_HEAD, PROD_TAIL, RING_HDR_WORDS
+from ..shm import Region, Window, page_round
+from .domain import Domain
+from .pools import Mempool, PktmbufPool
+from .ring import Ring
+
+__all__ = ["SharedDomain", "PeerReport", "LAYOUT_VERSION"]
+
+LAYOUT_VERSION = 1                   # of the header and of everything a secondary maps
+MAGIC = 0x4D4F444853425450           # "PTBSHDOM"
+
+# header words (int64)
+W_MAGIC, W_VERSION, W_DOMSIG, W_BASE, W_WSIZE, W_PRIMARY, W_PRIMARY_START, W_STATE = range(8)
+HDR_WORDS = 64
+ST_LIVE, ST_CLOSED = 1, 2
+
+# lcore table: LC_WORDS int64 per lcore: owner pid (0 free, -pid while being reaped), the
+# owner's start time (so a reused pid is not taken for the owner)
+LC_WORDS = 4
+LC_OWNER, LC_START = 0, 1
+
+# registry of named memfds; entry 0 is the domain's tables
+K_TABLES, K_POOL, K_RING = 1, 2, 3
+E_FREE, E_LIVE = 0, 1
+MAX_ENTRIES = 512
+NAME_BYTES = 48
+ENTRY_DTYPE = np.dtype([("state", np.int32), ("kind", np.int32), ("pool", np.int32),
+                        ("gen", np.int32), ("fd", np.int32), ("_pad", np.int32),
+                        ("inode", np.uint64), ("size", np.uint64), ("offset", np.int64),
+                        ("name", f"S{NAME_BYTES}")])
+
+_OFF_LC = HDR_WORDS * 8
+_OFF_ENT = page_round(_OFF_LC + MAX_LCORE * LC_WORDS * 8)
+_OFF_BASE = page_round(_OFF_ENT + MAX_ENTRIES * ENTRY_DTYPE.itemsize)
+_OFF_LOST = _OFF_BASE + MAX_LCORE * MAX_POOLS * 2 * 8
+HEADER_SIZE = page_round(_OFF_LOST + MAX_POOLS * 8)
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
+_SOCK_PREFIX = "\0pktbuf-domain."
+_ANC = socket.CMSG_SPACE(4 * 4)
+_BROKEN_WAIT_S = 0.05        # a ring whose head and tail differ this long, unchanged, is broken
+
+
+def _sock_addr(name: str) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise InvalidArgument(f"a shared domain's name is 1..48 of [A-Za-z0-9_.-], got {name!r}")
+    return _SOCK_PREFIX + name
+
+
+def _starttime(pid: int) -> int | None:
+    """The start time of process ``pid`` (clock ticks after boot), None if it is gone (or a
+    zombie): with the pid, it names one process even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            s = f.read()
+    except OSError:
+        return None
+    rest = s[s.rindex(b")") + 2:].split()
+    if rest[0] in (b"Z", b"X"):
+        return None
+    return int(rest[19])
+
+
+def _alive(pid: int, start: int = 0) -> bool:
+    """Is the process ``pid`` (started at ``start``, 0 = unknown) still running?  A pidfd
+    that polls readable means it has exited; a different start time means the pid was
+    reused by another process."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    except PermissionError:       # pragma: no cover - not ours to open: ask /proc only
+        fd = None
+    if fd is not None:
+        try:
+            p = select.poll()
+            p.register(fd, select.POLLIN)
+            if p.poll(0):
+                return False
+        finally:
+            os.close(fd)
+    st = _starttime(pid)
+    return st is not None and (start == 0 or st == start)
+
+
+def _send(sock, data: bytes, fd: int | None = None) -> None:
+    anc = []
+    if fd is not None:
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())]
+    sock.sendmsg([data], anc)
+
+
+def _recv(sock) -> tuple[bytes, list[int]]:
+    data, anc, flags, _ = sock.recvmsg(256, _ANC)
+    fds = []
+    for level, typ, cdata in anc:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            a = array.array("i")
+            a.frombytes(cdata[:len(cdata) - len(cdata) % a.itemsize])
+            fds.extend(a)
+    return data, fds
+
+
+@dataclass
+class PeerReport:
+    """What :meth:`SharedDomain.reap` found of one dead process.
+
+    * ``cache_reclaimed`` -- per pool name, the free objects that were in its lcores' caches
+      and went back to the pool (safe: nobody else can reach a cache of a dead lcore).
+    * ``cache_dropped`` -- per pool, the length of a cache that cannot be trusted (it died
+      inside a refill, or the cache fails the check: an object outside the pool, twice, not
+      free, or also in the ring): the cache is emptied without flushing and that many
+      objects are counted lost.  (Killed inside a put's flush or a cache flush, the cache's
+      busy word says which slots are still its own: those are reclaimed, nothing dropped.)
+    * ``held`` -- per pool, objects its lcores took out of the pool and did not put back
+      (gets minus puts since it claimed the lcore): the mbufs it held when it died, counted
+      as lost.  Exact when each lcore frees what it allocates; negative when it freed mbufs
+      other lcores had allocated.
+    * ``broken_rings`` -- rings (``"pool:<name>"`` for a pool's own ring) whose head and tail
+      differ and do not move: a producer or consumer died between its two updates, and every
+      multi-producer/-consumer call on that ring will wait forever.
+    """
+
+    pid: int
+    lcores: list
+    cache_reclaimed: dict = field(default_factory=dict)
+    cache_dropped: dict = field(default_factory=dict)
+    held: dict = field(default_factory=dict)
+    broken_rings: list = field(default_factory=list)
+
+    @property
+    def lost(self) -> dict:
+        """Per pool: objects counted lost because of this process (held + dropped)."""
+        out = {}
+        for k in set(self.held) | set(self.cache_dropped):
+            n = max(self.held.get(k, 0), 0) + self.cache_dropped.get(k, 0)
+            if n:
+                out[k] = n
+        return out
+
+
+class SharedDomain:
+    """A :class:`~pktbuf.Domain` in shared memory, created by one process and attached to by
+    others.
+
+    Primary::
+
+        sd = pktbuf.SharedDomain.create("fwd0")
+        pool = sd.pktmbuf_pool("mbufs", 4096)
+        ring = sd.create_ring("to-worker1", 1024, sp=True, sc=True)
+        p = sd.spawn(worker_main, args=(1,))        # warms the kernels, starts with "spawn"
+
+    Worker (``worker_main(sd, *args)`` runs attached; or attach by hand)::
+
+        sd = pktbuf.SharedDomain.attach("fwd0")     # claims a free lcore id, binds this thread
+        pool, ring = sd.pool("mbufs"), sd.ring("to-worker1")
+        ...
+        sd.detach()
+
+    ``domain`` is the :class:`~pktbuf.Domain` (its ``state`` is what kernels take); ``lcore``
+    the id this process claimed, bound to the thread that created or attached.  Only the
+    primary creates pools and rings (also after workers attached: they find new ones by name);
+    a secondary that tries gets :class:`~pktbuf.errors.SharedDomainError`.
+    """
+
+    # -- creation / attachment ---------------------------------------------------------------
+    def __init__(self):
+        raise InvalidArgument("use SharedDomain.create(name) or SharedDomain.attach(name)")
+
+    @classmethod
+    def create(cls, name: str, *, max_objects: int = 1 << 20, max_ring_slots: int = 1 << 21,
+               max_data_bytes: int = 4 << 30, lcore: int = 0) -> "SharedDomain":
+        """Create the domain and serve it under ``name``; this process becomes its primary
+        and claims lcore ``lcore`` (bound to the calling thread)."""
+        addr = _sock_addr(name)
+        lcore = check_count(lcore, "lcore", lo=0, hi=MAX_LCORE - 1)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        try:
+            listener.bind(addr)
+        except OSError:
+            listener.close()
+            raise Busy(f"a shared domain named {name!r} exists already (its socket "
+                       f"@{addr[1:]} is taken)") from None
+        self = cls.__new__(cls)
+        try:
+            self._init_common(name, primary=True)
+            self.domain = Domain(max_objects, max_ring_slots, max_data_bytes=max_data_bytes,
+                                 shared=True)
+            self.header = Region(HEADER_SIZE, f"pktbuf-shdom-{name}")
+            self._map_header()
+            w = self._hdr
+            w[W_VERSION] = LAYOUT_VERSION
+            w[W_DOMSIG] = DOMAIN.signature
+            w[W_BASE] = self.domain.window.base
+            w[W_WSIZE] = self.domain.window.size
+            w[W_PRIMARY] = self.pid
+            w[W_PRIMARY_START] = _starttime(self.pid) or 0
+            mem = self.domain.state.memory
+            self._set_entry(0, K_TABLES, name, -1, 0, mem.fd, mem.size, 0)
+            self._objs[0] = self.domain
+            w[W_STATE] = ST_LIVE
+            w[W_MAGIC] = MAGIC
+            self.domain._close_guard = self._pool_closing
+            self._claim_lcores(lcore)
+        except BaseException:
+            listener.close()
+            raise
+        self._listener = listener
+        listener.listen(16)
+        self._server = threading.Thread(target=self._serve, name=f"pktbuf-domain-{name}",
+                                        daemon=True)
+        self._server.start()
+        return self
+
+    @classmethod
+    def attach(cls, name: str | None = None, *, fd: int | None = None,
+               lcore: int | None = None) -> "SharedDomain":
+        """Attach to the shared domain ``name`` (or the one whose header memfd is ``fd``).
+
+        Claims ``lcore`` (default: the lowest id no attached process holds) for this process
+        and binds the calling thread to it; other threads of this process use ``LCORE_ANY``.
+        Raises :class:`~pktbuf.errors.NoSuchDomain` when there is no such domain,
+        :class:`~pktbuf.errors.LayoutMismatch` when it was made by another layout version,
+        :class:`~pktbuf.AddressInUse` when its address range is taken in this process,
+        :class:`~pktbuf.errors.LcoreBusy` when ``lcore`` is held by a live process and
+        :class:`~pktbuf.errors.PeerDied` when it is held by a dead one not yet reaped.
+        """
+        if (name is None) == (fd is None):
+            raise InvalidArgument("give the domain's name or its header fd, not both")
+        if lcore is not None:
+            lcore = check_count(lcore, "lcore", lo=0, hi=MAX_LCORE - 1)
+        self = cls.__new__(cls)
+        self._init_common(name, primary=False)
+        if name is not None:
+            self._addr = _sock_addr(name)
+            hfd = self._ask(b"HELLO")
+        else:
+            fd = check_count(fd, "fd", lo=0, hi=(1 << 31) - 1)
+            hfd = os.dup(fd)
+        try:
+            self._attach_header(hfd)
+        except BaseException:
+            self._close_io()
+            raise
+        try:
+            w = self._hdr
+            self.name = self._entry_name(0) or name
+            window = Window.attach(int(w[W_BASE]), int(w[W_WSIZE]))
+            tfd = self._fetch(0)
+            tables = Region.attach(tfd, int(self._ent[0]["size"]), window=window, offset=0)
+            self._check_inode(0, tables.fd)
+            self.domain = Domain._attached(window, DOMAIN.attach(tables))
+            self._objs[0] = self.domain
+            self._claim_lcores(lcore)
+        except BaseException:
+            self._close_io()
+            raise
+        return self
+
+    def _init_common(self, name, primary: bool):
+        self.name = name
+        self.primary = primary
+        self.pid = os.getpid()
+        self.lcore = LCORE_ANY
+        self._lcores: list[int] = []
+        self._binding = None
+        self._floor = None
+        self._addr = None
+        self._listener = None
+        self._server = None
+        self._lock = threading.RLock()
+        self._objs: dict[int, object] = {}     # entry index -> pool / ring / domain (mapped)
+        self._pidfds: dict[int, int] = {}
+        self._closed = False
+        self._warmed = False
+        self.header = None
+
+    def _map_header(self):
+        h = self.header
+        self._hdr = h.view(np.int64, 0, HDR_WORDS)
+        self._lct = h.view(np.int64, _OFF_LC, MAX_LCORE * LC_WORDS)
+        self._ent = h.view(ENTRY_DTYPE, _OFF_ENT, MAX_ENTRIES)
+        self._base = h.view(np.int64, _OFF_BASE, MAX_LCORE * MAX_POOLS * 2).reshape(
+            MAX_LCORE, MAX_POOLS, 2)
+        self._lost = h.view(np.int64, _OFF_LOST, MAX_POOLS)
+
+    def _attach_header(self, hfd: int):
+        try:
+            size = os.fstat(hfd).st_size
+        except OSError as e:
+            os.close(hfd)
+            raise NoSuchDomain(f"fd {hfd} is not a shared domain ({e.strerror})") from None
+        if size < HDR_WORDS * 8:
+            os.close(hfd)
+            raise NoSuchDomain("the fd is not a pktbuf shared domain (too small)")
+        probe = np.frombuffer(os.pread(hfd, 24, 0), np.int64)
+        if probe.size < 3 or int(probe[W_MAGIC]) != MAGIC:
+            os.close(hfd)
+            raise NoSuchDomain("the fd is not a pktbuf shared domain (no magic)")
+        if int(probe[W_VERSION]) != LAYOUT_VERSION or int(probe[W_DOMSIG]) != DOMAIN.signature:
+            os.close(hfd)
+            raise LayoutMismatch(
+                f"the shared domain has layout version {int(probe[W_VERSION])} (domain "
+                f"signature {int(probe[W_DOMSIG]):#x}); this pktbuf reads version "
+                f"{LAYOUT_VERSION} (signature {DOMAIN.signature:#x}): run the same pktbuf in "
+                "every process")
+        if size < HEADER_SIZE:
+            os.close(hfd)
+            raise LayoutMismatch("the shared domain's header is smaller than this version's")
+        self.header = Region.attach(hfd, HEADER_SIZE, "pktbuf-shdom-peer")
+        self._map_header()
+        w = self._hdr
+        if int(w[W_STATE]) != ST_LIVE:
+            raise NoSuchDomain("the shared domain has been closed by its creator")
+        if not _alive(int(w[W_PRIMARY]), int(w[W_PRIMARY_START])):
+            raise NoSuchDomain(f"the shared domain's creator (pid {int(w[W_PRIMARY])}) has "
+                               "died")
+
+    # -- the fd channel --------------------------------------------------------------------
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return                      # closed
+            conn.settimeout(5.0)
+            self._serve_one(conn)
+
+    def _serve_one(self, conn):
+        with conn:
+            try:
+                while True:
+                    req = conn.recv(64)
+                    if not req:
+                        return
+                    if req == b"HELLO":
+                        _send(conn, b"OK", self.header.fd)
+                        continue
+                    fd = None
+                    if req.startswith(b"FD "):
+                        i = int(req[3:])
+                        with self._lock:
+                            if 0 <= i < MAX_ENTRIES and int(self._ent[i]["state"]) == E_LIVE:
+                                fd = int(self._ent[i]["fd"])
+                                _send(conn, b"OK", fd)
+                    if fd is None:
+                        _send(conn, b"NO")
+            except (OSError, ValueError):
+                return
+
+    def _ask(self, req: bytes) -> int:
+        """One request to the primary, on a connection of its own; returns the fd sent."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        try:
+            sock.settimeout(10.0)
+            try:
+                sock.connect(self._addr)
+            except (ConnectionRefusedError, FileNotFoundError):
+                raise NoSuchDomain(f"no shared domain named {self.name!r}: no process serves "
+                                   f"@{self._addr[1:]} (create it with SharedDomain.create)"
+                                   ) from None
+            sock.sendall(req)
+            data, fds = _recv(sock)
+        except OSError as e:
+            raise NoSuchDomain(f"the shared domain {self.name!r} does not answer "
+                               f"({e.strerror})") from None
+        finally:
+            sock.close()
+        if data != b"OK" or len(fds) != 1:
+            for f in fds:
+                os.close(f)
+            if not data:
+                raise NoSuchDomain(f"the shared domain {self.name!r} is gone (its creator "
+                                   "closed the connection)")
+            raise SharedDomainError(f"the shared domain refused {req.decode()!r}")
+        return fds[0]
+
+    def _fetch(self, i: int) -> int:
+        """The memfd of registry entry ``i``: from the primary's socket, or through
+        ``/proc/<primary>/fd/<n>`` when attached by fd (the inode is checked after)."""
+        if self.primary:
+            return os.dup(int(self._ent[i]["fd"]))
+        if self._addr is not None:
+            return self._ask(b"FD %d" % i)
+        path = f"/proc/{int(self._hdr[W_PRIMARY])}/fd/{int(self._ent[i]['fd'])}"
+        try:
+            return os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError as e:
+            raise NoSuchDomain(f"cannot open {path} ({e.strerror}): the creator is gone or "
+                               "does not let this process see its fds") from None
+
+    def _check_inode(self, i: int, fd: int) -> None:
+        if os.fstat(fd).st_ino != int(self._ent[i]["inode"]):
+            raise SharedDomainError(f"entry {i} of the shared domain changed while it was "
+                                    "mapped (its memfd is not the registered one)")
+
+    # -- registry --------------------------------------------------------------------------
+    def _set_entry(self, i, kind, name, pool, gen, fd, size, offset):
+        e = self._ent[i]
+        e["kind"], e["pool"], e["gen"], e["fd"] = kind, pool, gen, fd
+        e["inode"] = os.fstat(fd).st_ino
+        e["size"], e["offset"] = size, offset
+        e["name"] = name.encode()
+        e["state"] = E_LIVE
+
+    def _entry_name(self, i) -> str:
+        return bytes(self._ent[i]["name"]).decode()
+
+    def _find(self, name: str, kind: int) -> int | None:
+        key = name.encode()
+        for i in range(1, MAX_ENTRIES):
+            e = self._ent[i]
+            if int(e["state"]) == E_LIVE and int(e["kind"]) == kind and bytes(e["name"]) == key:
+                return i
+        return None
+
+    def _new_entry(self, name: str) -> int:
+        if not self.primary:
+            raise SharedDomainError("pools and rings of a shared domain are created by the "
+                                    "process that created it; find them by name here")
+        if not isinstance(name, str) or not 1 <= len(name.encode()) <= NAME_BYTES:
+            raise InvalidArgument(f"a name is 1..{NAME_BYTES} bytes, got {name!r}")
+        if self._find(name, K_POOL) is not None or self._find(name, K_RING) is not None:
+            raise InvalidArgument(f"a pool or ring named {name!r} exists in this domain")
+        for i in range(1, MAX_ENTRIES):
+            if int(self._ent[i]["state"]) == E_FREE and i not in self._objs:
+                return i
+        raise InvalidArgument(f"a shared domain registers at most {MAX_ENTRIES - 1} names")
+
+    def _add_pool(self, name, make):
+        self._open()
+        with self._lock:
+            i = self._new_entry(name)
+            pool = make()
+            self._base[:, pool.id, :] = 0
+            self._lost[pool.id] = 0
+            r = pool.region
+            self._set_entry(i, K_POOL, name, pool.id, self.domain.generation(pool.id), r.fd,
+                            r.size, r.address - self.domain.window.base)
+            self._objs[i] = pool
+            return pool
+
+    def pktmbuf_pool(self, name: str, n: int, cache_size: int | None = None, **kw) -> PktmbufPool:
+        """Create a :class:`~pktbuf.PktmbufPool` in the domain under ``name`` (primary only;
+        ``kw`` as for PktmbufPool)."""
+        return self._add_pool(name, lambda: PktmbufPool(n, cache_size, domain=self.domain,
+                                                        name=name, **kw))
+
+    def mempool(self, name: str, n: int, elt_size: int, cache_size: int = 0, **kw) -> Mempool:
+        """Create a :class:`~pktbuf.Mempool` in the domain under ``name`` (primary only)."""
+        return self._add_pool(name, lambda: Mempool(n, elt_size, cache_size, domain=self.domain,
+                                                    name=name, **kw))
+
+    def create_ring(self, name: str, count: int, *, sp: bool = False, sc: bool = False,
+                    exact: bool = True) -> Ring:
+        """Create a shared :class:`~pktbuf.Ring` under ``name`` (primary only).  Prefer
+        ``sp=True, sc=True`` rings, one per producer/consumer pair: a process killed inside a
+        multi-producer or multi-consumer call breaks the ring for everyone (see
+        docs/multiprocess.md); a single-producer/-consumer ring has no such window."""
+        self._open()
+        with self._lock:
+            i = self._new_entry(name)
+            ring = Ring(count, sp=sp, sc=sc, exact=exact, shared=True, name=f"pktbuf-{name}")
+            self._set_entry(i, K_RING, name, -1, 0, ring.fd, ring.nbytes, -1)
+            self._objs[i] = ring
+            return ring
+
+    def pool(self, name: str) -> Mempool:
+        """The pool registered as ``name`` (mapped into this process on first use)."""
+        return self._lookup(name, K_POOL, "pool")
+
+    def ring(self, name: str) -> Ring:
+        """The ring registered as ``name`` (mapped into this process on first use)."""
+        return self._lookup(name, K_RING, "ring")
+
+    def names(self) -> dict:
+        """``{"pools": [...], "rings": [...]}``: what the domain has registered."""
+        out = {"pools": [], "rings": []}
+        for i in range(1, MAX_ENTRIES):
+            e = self._ent[i]
+            if int(e["state"]) == E_LIVE:
+                out["pools" if int(e["kind"]) == K_POOL else "rings"].append(self._entry_name(i))
+        return out
+
+    def _lookup(self, name, kind, what):
+        self._open()
+        with self._lock:
+            i = self._find(name, kind) if isinstance(name, str) else None
+            if i is None:
+                raise InvalidArgument(f"no {what} named {name!r} in shared domain {self.name!r}")
+            obj = self._objs.get(i)
+            e = self._ent[i]
+            if obj is not None:
+                return obj
+            fd = self._fetch(i)
+            try:
+                self._check_inode(i, fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            if kind == K_RING:
+                obj = Ring.attach(fd, int(e["size"]))
+            else:
+                pid = int(e["pool"])
+                region = Region.attach(fd, int(e["size"]), f"pktbuf-{name}",
+                                       window=self.domain.window, offset=int(e["offset"]))
+                obj = Mempool._adopt(self.domain, pid, name, region)
+                self.domain._gens[pid] = int(e["gen"])
+            self._objs[i] = obj
+            return obj
+
+    def _pool_closing(self, pool) -> None:
+        """Called by a pool of this domain before it closes (primary): refused while other
+        processes are attached (they may hold its mbufs and have its memory mapped)."""
+        if not self._closed:
+            others = [p for p, _ in self._owners() if p != self.pid]
+            if others:
+                raise Busy(f"pool {pool.name!r} of shared domain {self.name!r} cannot close "
+                           f"while processes {sorted(set(others))} are attached")
+        with self._lock:
+            for i, o in list(self._objs.items()):
+                if o is pool:
+                    self._ent[i]["state"] = E_FREE
+                    del self._objs[i]
+
+    # -- lcores ----------------------------------------------------------------------------
+    def _owners(self) -> list[tuple[int, int]]:
+        """(pid, lcore) of every claimed lcore (a pid < 0 is being reaped)."""
+        out = []
+        for lc in range(MAX_LCORE):
+            o = int(slot_load(self._lct, lc * LC_WORDS + LC_OWNER))
+            if o:
+                out.append((o, lc))
+        return out
+
+    def _claim_one(self, lc: int) -> bool:
+        """Claim ``lc`` for this process; False if taken (raises for a dead owner only
+        when asked for ``lc`` explicitly, by the caller)."""
+        idx = lc * LC_WORDS + LC_OWNER
+        old = int(slot_cas(self._lct, idx, 0, self.pid))
+        if old == 0:
+            self._lct[lc * LC_WORDS + LC_START] = _starttime(self.pid) or 0
+            self._lcores.append(lc)
+            # the "held" accounting counts from here: gets minus puts of this row now
+            st = self.domain.state.stats.reshape(MAX_POOLS, MAX_LCORE + 1, STAT_WORDS)
+            self._base[lc, :, 0] = st[:, lc, STAT_GET_SUCCESS_OBJS]
+            self._base[lc, :, 1] = st[:, lc, STAT_PUT_OBJS]
+            return True
+        return old == self.pid
+
+    def _refuse(self, lc: int):
+        o = int(slot_load(self._lct, lc * LC_WORDS + LC_OWNER))
+        if o < 0:
+            raise LcoreBusy(f"lcore {lc} is being reclaimed from dead process {-o}")
+        if o and not _alive(o, int(self._lct[lc * LC_WORDS + LC_START])):
+            raise PeerDied(f"lcore {lc} is held by process {o}, which died without detaching: "
+                           "reap it first (SharedDomain.reap)", pids=[o])
+        raise LcoreBusy(f"lcore {lc} is held by process {o}")
+
+    def _claim_lcores(self, lcore) -> None:
+        try:
+            for lc in held_lcores():          # ids this process's threads use already
+                if not self._claim_one(lc):
+                    self._refuse(lc)
+            if lcore is None:
+                lcore = next((lc for lc in range(MAX_LCORE) if self._claim_one(lc)), None)
+                if lcore is None:
+                    raise LcoreBusy(f"all {MAX_LCORE} lcores of the domain are held")
+            elif not self._claim_one(lcore):
+                self._refuse(lcore)
+            self._floor = set_auto_floor(MAX_LCORE)   # no more automatic ids here
+            self._binding = bind(lcore)
+            self.lcore = lcore
+        except BaseException:
+            self._release_lcores()
+            raise
+
+    def _release_lcores(self) -> None:
+        for lc in self._lcores:
+            slot_cas(self._lct, lc * LC_WORDS + LC_OWNER, self.pid, 0)
+        self._lcores = []
+
+    def lcores(self) -> dict:
+        """``{lcore: pid}`` of every claimed lcore id (a negative pid is being reaped)."""
+        return {lc: p for p, lc in self._owners()}
+
+    # -- peers -----------------------------------------------------------------------------
+    def peers(self) -> dict:
+        """``{pid: {"lcores": [...], "alive": bool}}`` of every attached process but this
+        one (the primary included, seen from a secondary)."""
+        out = {}
+        for p, lc in self._owners():
+            if p == self.pid:
+                continue
+            d = out.setdefault(p, {"lcores": [], "alive": True})
+            d["lcores"].append(lc)
+            if p > 0:
+                d["alive"] = d["alive"] and _alive(p, int(self._lct[lc * LC_WORDS + LC_START]))
+        prim = int(self._hdr[W_PRIMARY])
+        if prim != self.pid and prim not in out:
+            out[prim] = {"lcores": [], "alive": _alive(prim, int(self._hdr[W_PRIMARY_START]))}
+        return out
+
+    def dead_peers(self) -> list[int]:
+        """Pids of attached processes that died without detaching (not reaped yet)."""
+        return sorted(p for p, d in self.peers().items() if p > 0 and not d["alive"])
+
+    def check_peers(self) -> None:
+        """Raise :class:`~pktbuf.errors.PeerDied` if an attached process has died."""
+        dead = self.dead_peers()
+        if dead:
+            raise PeerDied(f"processes {dead} attached to shared domain {self.name!r} died "
+                           "without detaching", pids=dead)
+
+    def wait_peer_death(self, timeout: float | None = None) -> list[int]:
+        """Block (on the peers' pidfds) until an attached process dies or ``timeout`` seconds
+        pass; returns the dead pids (empty on timeout).  Processes that attach while this
+        waits are not watched."""
+        dead = self.dead_peers()
+        if dead:
+            return dead
+        p = select.poll()
+        fds = []
+        for pid, d in self.peers().items():
+            if pid > 0 and d["alive"]:
+                try:
+                    fd = os.pidfd_open(pid)
+                except ProcessLookupError:
+                    return self.dead_peers()
+                fds.append(fd)
+                p.register(fd, select.POLLIN)
+        try:
+            if fds:
+                p.poll(None if timeout is None else int(timeout * 1000))
+            elif timeout:
+                time.sleep(timeout)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return self.dead_peers()
+
+    def reap(self, pid: int | None = None) -> list[PeerReport]:
+        """Reclaim what dead attached processes left (``pid``: that one only) and free their
+        lcore ids; returns one :class:`PeerReport` each.  Any attached process may call it;
+        a live ``pid`` raises InvalidArgument.  See docs/multiprocess.md for what is
+        reclaimed and what is counted lost."""
+        self._open()
+        owners = self._owners()
+        if pid is not None:
+            pid = check_count(pid, "pid", lo=1)
+            lcs = [lc for p, lc in owners if p == pid]
+            if not lcs:
+                raise InvalidArgument(f"process {pid} holds no lcore of this domain")
+            if any(_alive(pid, int(self._lct[lc * LC_WORDS + LC_START])) for lc in lcs):
+                raise InvalidArgument(f"process {pid} is alive")
+            dead = [pid]
+        else:
+            dead = [p for p in self.dead_peers() if p != self.pid]
+        reports = []
+        for p in dead:
+            mine = []
+            for q, lc in owners:          # make the reclaim ours: owner pid -> -pid
+                if q == p and int(slot_cas(self._lct, lc * LC_WORDS + LC_OWNER, p, -p)) == p:
+                    mine.append(lc)
+            if not mine:
+                continue                    # another process reaps it
+            try:
+                reports.append(self._reclaim(p, mine))
+            finally:
+                for lc in mine:
+                    self._lct[lc * LC_WORDS + LC_START] = 0
+                    slot_store(self._lct, lc * LC_WORDS + LC_OWNER, 0)
+        return reports
+
+    def _pool_names(self) -> dict:
+        names = {}
+        for i in range(1, MAX_ENTRIES):
+            e = self._ent[i]
+            if int(e["state"]) == E_LIVE and int(e["kind"]) == K_POOL:
+                names[int(e["pool"])] = self._entry_name(i)
+        return names
+
+    def _reclaim(self, pid: int, lcs: list[int]) -> PeerReport:
+        st = self.domain.state
+        rep = PeerReport(pid, sorted(lcs))
+        stats = st.stats.reshape(MAX_POOLS, MAX_LCORE + 1, STAT_WORDS)
+        names = self._pool_names()
+        pid_of = {}
+        for p in range(MAX_POOLS):
+            P = st.pools[p]
+            if not int(P["flags"]) & POOL_F_USED:
+                continue
+            pname = names.get(p, f"#{p}")
+            pid_of[pname] = p
+            base, size, cs = int(P["obj_base"]), int(P["size"]), int(P["cache_size"])
+            in_ring = self._pool_ring_contents(p)
+            for lc in lcs:
+                if cs:
+                    self._reclaim_cache(rep, pname, p, lc, base, size, cs, in_ring)
+                got = int(stats[p, lc, STAT_GET_SUCCESS_OBJS]) - int(self._base[lc, p, 0])
+                put = int(stats[p, lc, STAT_PUT_OBJS]) - int(self._base[lc, p, 1])
+                if got - put:
+                    rep.held[pname] = rep.held.get(pname, 0) + got - put
+        for k, n in rep.lost.items():
+            self._lost[pid_of[k]] += n
+        rep.broken_rings = self.broken_rings()
+        return rep
+
+    def _reclaim_cache(self, rep, pname, p, lc, base, size, cs, in_ring) -> None:
+        """Lcore ``lc``'s cache of pool ``p``, its owner dead: flush what is provably its own
+        to the ring; empty the rest and count it in ``cache_dropped``."""
+        st = self.domain.state
+        line = (p * MAX_LCORE + lc) * CACHE_LINE_WORDS
+        clen = int(st.cache_len[line])
+        busy = int(st.cache_len[line + CACHE_W_BUSY])
+        c0 = (p * MAX_LCORE + lc) * CACHE_MAX_SIZE
+        if not 0 <= clen <= cs:
+            busy = -1                        # garbage: trust nothing
+        if busy == CACHE_BUSY_FLUSH_HALF:
+            # killed inside a put's flush: the bottom half went (or was going) to the ring and
+            # the length was not stored yet; the top [half, clen) is untouched and only ours
+            half = cs >> 1
+            top = st.cache_objs[c0 + half:c0 + clen].copy()
+            st.cache_objs[c0:c0 + top.size] = top
+            clen, busy = top.size, 0
+            st.cache_len[line] = clen
+            st.cache_len[line + CACHE_W_BUSY] = 0
+        elif busy == CACHE_BUSY_FLUSH:       # everything went (was going) to the ring
+            clen, busy = 0, 0
+            st.cache_len[line] = 0
+            st.cache_len[line + CACHE_W_BUSY] = 0
+        objs = st.cache_objs[c0:c0 + max(clen, 0)].astype(np.int64)
+        ok = busy == 0
+        if ok and clen:
+            inside = (objs >= base) & (objs < base + size)
+            ok = (bool(inside.all()) and np.unique(objs).size == objs.size
+                  and bool((st.obj[objs]["state"] == OBJ_FREE).all())
+                  and not np.isin(objs, in_ring).any())
+        if ok:
+            if clen:
+                MK.mempool_cache_flush(st, p, lc)
+                rep.cache_reclaimed[pname] = rep.cache_reclaimed.get(pname, 0) + clen
+            return
+        # killed inside a refill (CACHE_BUSY_REFILL), or the cache is not consistent: which
+        # slots hold objects nobody else has cannot be told, so none goes back (a double in
+        # the ring would corrupt the pool); the old length is what is counted lost
+        st.cache_len[line] = 0
+        st.cache_len[line + CACHE_W_BUSY] = 0
+        rep.cache_dropped[pname] = rep.cache_dropped.get(pname, 0) + max(clen, 0)
+
+    def _pool_ring_contents(self, p: int) -> np.ndarray:
+        st = self.domain.state
+        ho = p * RING_HDR_WORDS
+        hdr = st.ring_hdr
+        mask = int(hdr[ho + H_MASK])
+        cons, prod = int(hdr[ho + CONS_TAIL]), int(hdr[ho + PROD_TAIL])
+        n = (prod - cons) & 0xFFFFFFFF
+        rb = int(st.pools[p]["ring_base"])
+        idx = (cons + np.arange(min(n, mask + 1), dtype=np.int64)) & mask
+        return st.ring_slots[rb + idx].astype(np.int64)
+
+    def broken_rings(self) -> list[str]:
+        """Rings of the domain (``"pool:<name>"`` for a pool's own ring) whose producer or
+        consumer head and tail differ and stay so: someone died between its two updates."""
+        self._open()
+        st = self.domain.state
+        cands = []
+        names = self._pool_names()
+        for p in range(MAX_POOLS):
+            if int(st.pools[p]["flags"]) & POOL_F_USED:
+                cands.append((f"pool:{names.get(p, '#%d' % p)}",
+                              st.ring_hdr[p * RING_HDR_WORDS:(p + 1) * RING_HDR_WORDS]))
+        for i in range(1, MAX_ENTRIES):
+            e = self._ent[i]
+            if int(e["state"]) == E_LIVE and int(e["kind"]) == K_RING:
+                nm = self._entry_name(i)
+                cands.append((nm, self.ring(nm).hdr))
+
+        def snap(h):
+            return (int(h[PROD_HEAD]), int(h[PROD_TAIL]), int(h[CONS_HEAD]), int(h[CONS_TAIL]))
+
+        first = [(nm, h, snap(h)) for nm, h in cands]
+        first = [(nm, h, s) for nm, h, s in first if s[0] != s[1] or s[2] != s[3]]
+        if not first:
+            return []
+        # in flight or broken: an operation in progress finishes within microseconds; one
+        # whose owner died never does.  Re-read until every candidate has moved or the wait
+        # is over.
+        deadline = time.monotonic() + _BROKEN_WAIT_S
+        while first and time.monotonic() < deadline:
+            time.sleep(0.001)
+            first = [(nm, h, s) for nm, h, s in first if snap(h) == s]
+        return [nm for nm, h, s in first]
+
+    def lost(self, name: str) -> int:
+        """Objects of pool ``name`` counted lost by :meth:`reap` (held by, or stranded in a
+        cache of, processes that died)."""
+        return int(self._lost[self.pool(name).id])
+
+    # -- workers ---------------------------------------------------------------------------
+    def warm(self, extra=None) -> None:
+        """Compile (or load from the cache) the kernels that attached processes use, here,
+        before starting them: several processes compiling the same cached function at once can
+        corrupt Numba's cache.  ``extra`` (a callable) warms the workers' own kernels.
+        :meth:`spawn` calls it."""
+        if not self._warmed:
+            _warm_kernels()
+            self._warmed = True
+        if extra is not None:
+            extra()
+
+    def spawn(self, target, args=(), *, lcore: int | None = None, warm=None,
+              daemon: bool = True):
+        """Start ``target(sd, *args)`` in a new process (multiprocessing's ``spawn`` method)
+        attached to this domain, with ``lcore`` (default: the lowest free id); it detaches
+        when ``target`` returns or raises.  Warms the kernels first (:meth:`warm`; ``warm``
+        is passed on as ``extra``).  ``target`` must be picklable (a module-level function).
+        Returns the started ``multiprocessing.Process``."""
+        self._open()
+        self.warm(warm)
+        ctx = multiprocessing.get_context("spawn")
+        p = ctx.Process(target=_worker_main, args=(self.name, lcore, target, tuple(args)),
+                        daemon=daemon, name=f"pktbuf-worker-{self.name}")
+        p.start()
+        return p
+
+    @property
+    def header_fd(self) -> int:
+        """The header memfd: pass it to a process that attaches with ``attach(fd=...)``."""
+        self._open()
+        return self.header.fd
+
+    # -- teardown --------------------------------------------------------------------------
+    def _open(self):
+        if self._closed:
+            raise InvalidArgument(f"shared domain {self.name!r} is detached/closed")
+
+    def _close_io(self):
+        self._addr = None
+        if self.header is not None:
+            self.header.close()
+            self.header = None
+
+    def detach(self) -> None:
+        """Leave the domain (a secondary): flush this process's lcore caches into the
+        pools, give up its lcore ids, unmap what it mapped.  Mbufs it still holds stay
+        allocated (they are the application's)."""
+        if self._closed:
+            return
+        if self.primary:
+            raise InvalidArgument("the primary closes the domain (close()), it does not detach")
+        st = self.domain.state
+        for p in range(MAX_POOLS):
+            if int(st.pools[p]["flags"]) & POOL_F_USED and int(st.pools[p]["cache_size"]):
+                for lc in self._lcores:
+                    MK.mempool_cache_flush(st, p, lc)
+        self._drop_binding()
+        self._release_lcores()
+        for o in list(self._objs.values()):
+            if isinstance(o, (Mempool, Ring)):
+                o.close()
+        self._objs.clear()
+        self._closed = True
+        self._close_io()
+
+    def _drop_binding(self):
+        if self._floor is not None:
+            set_auto_floor(self._floor)
+            self._floor = None
+        if self._binding is not None:
+            try:
+                self._binding.release()
+            except InvalidArgument:
+                pass                      # another thread: the binding dies with its thread
+            self._binding = None
+
+    def close(self, *, force: bool = False) -> None:
+        """Close the domain (the primary): refused (Busy) while other processes are
+        attached and alive, unless ``force``; dead ones are reaped first.  Closes every
+        registered pool (with ``force``) and ring and stops serving the name."""
+        if self._closed:
+            return
+        if not self.primary:
+            raise InvalidArgument("a secondary detaches (detach()); only the primary closes")
+        if self.dead_peers():
+            self.reap()
+        alive = [p for p, d in self.peers().items() if d["alive"]]
+        if alive and not force:
+            raise Busy(f"processes {alive} are still attached to shared domain {self.name!r}")
+        self._hdr[W_STATE] = ST_CLOSED
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+            self._listener = None
+        self._closed = True
+        for i, o in sorted(self._objs.items()):
+            if isinstance(o, Mempool):
+                o.close(force=force)
+            elif isinstance(o, Ring):
+                o.close()
+        self._objs.clear()
+        self._drop_binding()
+        self._release_lcores()
+        self._close_io()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.primary:
+            self.close(force=exc[0] is not None)
+        else:
+            self.detach()
+
+    def __repr__(self) -> str:
+        role = "primary" if self.primary else "secondary"
+        state = "closed" if self._closed else f"lcore={self.lcore}"
+        return f"SharedDomain({self.name!r}, {role}, {state})"
+
+
+def _worker_main(name, lcore, target, args):
+    sd = SharedDomain.attach(name, lcore=lcore)
+    try:
+        return target(sd, *args)
+    finally:
+        sd.detach()
+
+
+def _warm_kernels() -> None:
+    """Run each facade path a worker uses once, on a small private domain."""
+    d = Domain(max_objects=4096, max_ring_slots=8192, max_data_bytes=1 << 22)
+    pool = PktmbufPool(64, 8, domain=d, name="warm")
+    mp = Mempool(16, 64, 4, domain=d, name="warm-objs")
+    try:
+        for lc in (1, LCORE_ANY):
+            h = pool.alloc_bulk(12, lcore=lc)
+            pool.free_bulk(h, lcore=lc)
+            o = mp.get_bulk(6, lcore=lc)
+            mp.put_bulk(o, lcore=lc)
+        m = pool.alloc(lcore=1)
+        m.append_bytes(b"x")
+        m.tobytes()
+        pool.free_bulk([m.handle], lcore=1)
+        pool.cache_flush(1)
+        pool.audit(), pool.avail_count, pool.in_use_count
+        mp.audit()
+        r = Ring(16, shared=True)
+        a = np.arange(4, dtype=np.int32)
+        r.enqueue_bulk(a), r.enqueue_burst(a), r.dequeue_bulk(4), r.dequeue_burst(8)
+        len(r), r.free_count
+        r.close()
+        t = np.zeros(LC_WORDS, np.int64)
+        slot_cas(t, 0, 0, 1), slot_load(t, 0), slot_store(t, 0, 0)
+    finally:
+        mp.close(force=True)
+        pool.close(force=True)

@@ -1,0 +1,472 @@
+"""``pktbuf fwd --workers N``: one pinned process per worker, each owning its own queues.
+
+::
+
+    pktbuf fwd --workers 2 --vdev net_af_packet0,iface=veth0 --vdev net_af_packet1,iface=veth1
+
+Each worker is a process of its own (started with ``spawn``, pinned to CPU ``w % ncpu``) that
+runs :class:`~pktbuf.apps.fwd.Forwarder` over its own copy of the ports, with its own domain and
+pool: nothing is shared between workers but a small statistics block, so a worker that dies
+takes only its own packets with it and the others keep forwarding.  How a port is split:
+
+* ``net_af_packet``: every worker's sockets join one ``PACKET_FANOUT`` group (an id chosen
+  here unless the device string gives ``fanout_id``; ``fanout_mode`` as given, default
+  ``hash``): the kernel spreads the interface's traffic over the workers by its flow hash, so
+  a flow stays on one worker.
+* ``{worker}`` in a device string is replaced by the worker's number, which gives each worker
+  its own capture files (``tx_pcap=out-{worker}.pcap``), memif sockets or ids.  A ``net_pcap``
+  or ``net_memif`` port without it would have every worker read or write the same file or
+  socket, and is refused.  ``net_ring`` ports are in-process, one per worker anyway.
+
+The parent warms the compile cache before any worker starts (it opens the ports once itself,
+compiles the loop and closes them), so the workers only load compiled code.  It then watches
+them: statistics per worker and summed per port (the telemetry socket shows each worker as one
+queue of the port), a worker that dies is reported with its exit status while the rest go on,
+and at the end each worker closes its ports and reports how many of its mbufs were not
+returned.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import secrets
+import signal
+import time
+
+import numpy as np
+
+from ..ethdev.layout import MAX_PORTS
+from .fwd_loop import F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP
+
+STATS = ("ipackets", "opackets", "ibytes", "obytes", "imissed", "ierrors", "oerrors",
+         "rx_nombuf")
+LOOP = (("rx", F_RX), ("tx", F_TX), ("tx_dropped", F_TX_DROP), ("rx_bytes", F_RX_BYTES),
+        ("tx_bytes", F_TX_BYTES), ("busy_cycles", F_BUSY_CYCLES))
+P_WORDS = len(STATS) + len(LOOP)          # per worker and port
+
+# control words per worker
+C_STATE, C_PID, C_CPU, C_IN_USE, C_PORTS, C_HEARTBEAT = range(6)
+C_WORDS = 8
+S_STARTING, S_RUNNING, S_DONE, S_FAILED = 0, 1, 2, 3
+STATE_NAMES = {S_STARTING: "starting", S_RUNNING: "running", S_DONE: "done", S_FAILED: "failed"}
+G_STOP = 0                                # global word: 1 = every worker stops
+
+
+def split_vdevs(vdevs: list[str], workers: int, fanout_id: int | None = None) -> list[list[str]]:
+    """The device strings of each worker (see the module docstring); ``InvalidArgument`` for
+    a port that cannot be split."""
+    from ..api.devargs import parse_devargs
+    from ..api.ethdev import driver_of
+    from ..errors import InvalidArgument
+    if fanout_id is None:
+        fanout_id = secrets.randbelow(0xFFFF) + 1
+    out = [[] for _ in range(workers)]
+    for v in vdevs:
+        if not isinstance(v, str):
+            raise InvalidArgument("--workers takes device strings only")
+        name, args = parse_devargs(v)
+        drv = driver_of(name)
+        per = "{worker}" in v
+        if drv in ("net_pcap", "net_memif") and not per and workers > 1:
+            raise InvalidArgument(
+                f"{name}: every worker would use the same "
+                f"{'files' if drv == 'net_pcap' else 'socket and id'}; put {{worker}} in the "
+                f"device string to give each its own (e.g. tx_pcap=out-{{worker}}.pcap)")
+        for w in range(workers):
+            s = v.replace("{worker}", str(w))
+            if drv == "net_af_packet" and "fanout_id" not in args:
+                s += f",fanout_id={fanout_id}"
+            out[w].append(s)
+    return out
+
+
+class Shared:
+    """The statistics block: ``ctl[w]``, ``ports[w, port]`` (``P_WORDS`` int64 each) and the
+    global stop word, in POSIX shared memory the workers open by name."""
+
+    def __init__(self, workers: int, name: str | None = None):
+        from multiprocessing import shared_memory
+        size = 8 * (8 + workers * C_WORDS + workers * MAX_PORTS * P_WORDS)
+        if name is None:
+            self.shm = shared_memory.SharedMemory(create=True, size=size)
+            self.owner = True
+        else:
+            self.shm = shared_memory.SharedMemory(name=name)
+            self.owner = False
+        a = np.ndarray(size // 8, np.int64, self.shm.buf)
+        self.glob = a[:8]
+        self.ctl = a[8:8 + workers * C_WORDS].reshape(workers, C_WORDS)
+        self.ports = a[8 + workers * C_WORDS:].reshape(workers, MAX_PORTS, P_WORDS)
+        if self.owner:
+            a[:] = 0
+        self.name = self.shm.name
+
+    def close(self) -> None:
+        del self.glob, self.ctl, self.ports
+        self.shm.close()
+        if self.owner:
+            self.shm.unlink()
+
+
+def _publish(sh: Shared, w: int, fw) -> None:
+    for p in fw.ports:
+        s = p.stats()
+        row = sh.ports[w, p.port_id]
+        for i, k in enumerate(STATS):
+            row[i] = s[k]
+        c = fw.cnt[p.port_id]
+        for i, (_, f) in enumerate(LOOP):
+            row[len(STATS) + i] = c[f]
+
+
+def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dict) -> None:
+    """One worker process: pin, open its ports, forward until told to stop, close, report."""
+    from .fwd import SLICE, Forwarder
+    from .fwd_loop import R_ALL_EOF
+    sh = Shared(workers, shm_name)
+    ctl = sh.ctl[w]
+    ctl[C_PID] = os.getpid()
+    cpu = w % (os.cpu_count() or 1)
+    try:
+        os.sched_setaffinity(0, {cpu})
+        ctl[C_CPU] = cpu
+    except OSError:
+        ctl[C_CPU] = -1
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent decides when to stop
+    fw = None
+    try:
+        fw = Forwarder(vdevs, opts["mode"], burst=opts["burst"], txpkts=opts["txpkts"],
+                       nb_mbufs=opts["nb_mbufs"], mbuf_size=opts["mbuf_size"],
+                       peers=opts["peers"], record_cycles=opts["record_cycles"])
+        ctl[C_PORTS] = len(fw.ports)
+        ctl[C_STATE] = S_RUNNING
+        eof = False
+        while sh.glob[G_STOP] == 0 and not eof:
+            eof = fw.run_slice(SLICE) == R_ALL_EOF
+            _publish(sh, w, fw)
+            ctl[C_HEARTBEAT] += 1
+        _publish(sh, w, fw)
+    except BaseException as e:                         # reported through the state word
+        ctl[C_STATE] = S_FAILED
+        import sys
+        print(f"pktbuf fwd: worker {w}: {e}", file=sys.stderr, flush=True)
+    finally:
+        if fw is not None:
+            ctl[C_IN_USE] = fw.close()
+        if ctl[C_STATE] != S_FAILED:
+            ctl[C_STATE] = S_DONE
+        sh.close()
+
+
+class Workers:
+    """The parent's side: start, watch, stop and account for the worker processes."""
+
+    def __init__(self, vdevs, mode, workers: int, *, burst=32, txpkts=64, nb_mbufs=16384,
+                 mbuf_size=2176, peers=None, record_cycles=False):
+        from ..errors import InvalidArgument
+        if not isinstance(workers, int) or not 1 <= workers <= 64:
+            raise InvalidArgument("workers must be 1 .. 64")
+        self.n = workers
+        self.mode = mode
+        self.split = split_vdevs(list(vdevs), workers)
+        self.opts = {"mode": mode, "burst": burst, "txpkts": txpkts, "nb_mbufs": nb_mbufs,
+                     "mbuf_size": mbuf_size, "peers": dict(peers or {}),
+                     "record_cycles": record_cycles}
+        self.sh = Shared(workers)
+        self.procs: list = []
+        self.names: list = []
+        self._reported: set = set()
+
+    def warm(self) -> list[dict]:
+        """Open worker 0's ports here, compile the loop, close them: the compile cache is then
+        warm before any worker starts (processes compiling the same cached function at once
+        can corrupt it).  Returns the ports' descriptions (id, name, driver)."""
+        from .fwd import Forwarder
+        o = self.opts
+        fw = Forwarder(self.split[0], o["mode"], burst=o["burst"], txpkts=o["txpkts"],
+                       nb_mbufs=o["nb_mbufs"], mbuf_size=o["mbuf_size"], peers=o["peers"],
+                       record_cycles=o["record_cycles"])
+        try:
+            fw.warm()
+            fw.run_slice(0.0)
+            self.names = [{"port_id": p.port_id, "name": p.name, "driver": p.driver}
+                          for p in fw.ports]
+            self.streams = fw.streams.tolist()
+            _publish(self.sh, 0, fw)          # compiles the stats path too; zeroed below
+        finally:
+            fw.close()
+        self.sh.ports[:] = 0
+        return self.names
+
+    def start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        for w in range(self.n):
+            p = ctx.Process(target=worker_main, name=f"pktbuf-fwd-worker-{w}",
+                            args=(w, self.sh.name, self.n, self.split[w], self.opts))
+            p.start()
+            self.procs.append(p)
+
+    def wait_running(self, timeout: float = 120.0) -> bool:
+        """True once every worker is forwarding (False if one failed or the time ran out)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            st = [int(self.sh.ctl[w, C_STATE]) for w in range(self.n)]
+            if all(s == S_RUNNING for s in st):
+                return True
+            if any(s in (S_FAILED, S_DONE) for s in st) or any(
+                    not p.is_alive() for p in self.procs):
+                return False
+            time.sleep(0.02)
+        return False
+
+    def dead(self) -> list[tuple[int, int]]:
+        """Workers that ended before being told to stop, newly seen: (worker, exit code)."""
+        out = []
+        for w, p in enumerate(self.procs):
+            if w not in self._reported and not p.is_alive() and self.sh.glob[G_STOP] == 0:
+                self._reported.add(w)
+                out.append((w, p.exitcode))
+        return out
+
+    def all_ended(self) -> bool:
+        return all(not p.is_alive() for p in self.procs)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.sh.glob[G_STOP] = 1
+        for p in self.procs:
+            p.join(timeout)
+        for p in self.procs:
+            if p.is_alive():               # pragma: no cover - a worker stuck in a kernel
+                p.kill()
+                p.join()
+
+    # -- statistics --------------------------------------------------------------------------
+    def port_ids(self) -> list[int]:
+        return [d["port_id"] for d in self.names]
+
+    def worker_rows(self) -> list[dict]:
+        """Per worker: state, pid, cpu, exit code, mbufs in use at close, and per port the
+        loop's counters and the port's stats."""
+        out = []
+        for w in range(self.n):
+            c = self.sh.ctl[w]
+            p = self.procs[w] if w < len(self.procs) else None
+            row = {"worker": w, "state": STATE_NAMES.get(int(c[C_STATE]), "?"),
+                   "pid": int(c[C_PID]), "cpu": int(c[C_CPU]),
+                   "exitcode": None if p is None else p.exitcode,
+                   "mbufs_in_use_at_close": int(c[C_IN_USE]), "ports": []}
+            if p is not None and p.exitcode not in (None, 0) and row["state"] != "failed":
+                row["state"] = "died"
+            for pid in self.port_ids():
+                row["ports"].append(dict(port_id=pid, **self._port(w, pid)))
+            out.append(row)
+        return out
+
+    def _port(self, w: int, pid: int) -> dict:
+        r = self.sh.ports[w, pid]
+        d = {k: int(r[i]) for i, k in enumerate(STATS)}
+        d.update({k: int(r[len(STATS) + i]) for i, (k, _) in enumerate(LOOP)})
+        return d
+
+    def port_stats(self, pid: int) -> dict:
+        """``rte_eth_stats`` of port ``pid`` summed over the workers, each worker one queue."""
+        per = [self._port(w, pid) for w in range(self.n)]
+        s = {k: sum(p[k] for p in per) for k in STATS}
+        s.update(q_ipackets=[p["ipackets"] for p in per], q_opackets=[p["opackets"] for p in per],
+                 q_ibytes=[p["ibytes"] for p in per], q_obytes=[p["obytes"] for p in per],
+                 q_errors=[p["ierrors"] for p in per])
+        return s
+
+    def rows(self) -> list[dict]:
+        """``Forwarder.rows()``'s shape, summed over the workers (for the end tables)."""
+        out = []
+        for d in self.names:
+            per = [self._port(w, d["port_id"]) for w in range(self.n)]
+            r = dict(d)
+            for k in ("rx", "rx_bytes", "tx", "tx_dropped", "tx_bytes", "busy_cycles"):
+                r[k] = sum(p[k] for p in per)
+            r["rx_dropped"] = sum(p["imissed"] for p in per)
+            r["stats"] = self.port_stats(d["port_id"])
+            out.append(r)
+        return out
+
+    def in_use(self) -> int:
+        return sum(int(self.sh.ctl[w, C_IN_USE]) for w in range(self.n))
+
+    def close(self) -> None:
+        self.sh.close()
+
+
+class WorkerPort:
+    """A port as the telemetry socket shows it: the workers' copies summed, one queue each."""
+
+    def __init__(self, workers: Workers, desc: dict):
+        self._w = workers
+        self.port_id = desc["port_id"]
+        self.name = desc["name"]
+        self.driver = desc["driver"]
+
+    def stats(self) -> dict:
+        return self._w.port_stats(self.port_id)
+
+    def xstats(self) -> dict:
+        s = self.stats()
+        out = {k: s[k] for k in ("ipackets", "opackets", "ibytes", "obytes", "imissed",
+                                 "ierrors", "oerrors", "rx_nombuf")}
+        for w in range(self._w.n):
+            p = self._w._port(w, self.port_id)
+            out[f"rx_q{w}_packets"] = p["ipackets"]
+            out[f"rx_q{w}_bytes"] = p["ibytes"]
+            out[f"tx_q{w}_packets"] = p["opackets"]
+            out[f"tx_q{w}_bytes"] = p["obytes"]
+        return out
+
+    def link(self) -> dict:
+        return {"status": "UP", "speed": 0, "duplex": "full-duplex"}
+
+    def info(self) -> dict:
+        return {"nb_rx_queues": self._w.n, "nb_tx_queues": self._w.n,
+                "rxq_state": [1] * self._w.n, "txq_state": [1] * self._w.n}
+
+
+def _telemetry(a, wk: Workers):
+    if a.no_telemetry:
+        return None
+    import sys
+    from ..api.telemetry.server import Telemetry
+    from ..errors import TelemetryError
+    try:
+        t = Telemetry(a.file_prefix)
+    except (TelemetryError, OSError) as e:
+        print(f"pktbuf fwd: no telemetry: {e}", file=sys.stderr)
+        return None
+    for d in wk.names:
+        t.add_port(WorkerPort(wk, d))
+
+    def workers_cmd(params):
+        rows = wk.worker_rows()
+        for r in rows:
+            r["exitcode"] = -1 if r["exitcode"] is None else r["exitcode"]
+        return rows
+    t.register("/pktbuf/workers", workers_cmd,
+               "Returns each fwd worker: state, pid, cpu and per-port counters. No parameters")
+    return t
+
+
+def main_workers(a, peers: dict) -> int:
+    """``pktbuf fwd --workers N`` (``a``: the parsed arguments)."""
+    import sys
+    from ..errors import PktbufError
+    from .fwd import tsc_hz
+    from .fwd_stats import emit_json, emit_text, fwd_stats_text, nic_stats_text, rates
+    try:
+        wk = Workers(a.vdev, a.forward_mode, a.workers, burst=a.burst, txpkts=a.txpkts,
+                     nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
+                     record_cycles=a.record_core_cycles)
+    except (PktbufError, OSError) as e:
+        print(f"pktbuf fwd: {e}", file=sys.stderr)
+        return 1
+    stop = {"why": None}
+
+    def on_term(signum, frame):
+        stop["why"] = "signal"
+    old = signal.signal(signal.SIGTERM, on_term)
+    tel = None
+    died = []
+    t0 = time.monotonic()
+    try:
+        try:
+            wk.warm()
+        except (PktbufError, OSError) as e:
+            print(f"pktbuf fwd: {e}", file=sys.stderr)
+            return 1
+        tel = _telemetry(a, wk)
+        wk.start()
+        if not wk.wait_running():
+            stop["why"] = "worker failed to start"
+        elif a.json:
+            emit_json({"event": "start", "mode": a.forward_mode, "workers": a.workers,
+                       "ports": wk.names, "streams": wk.streams,
+                       "worker_pids": [int(wk.sh.ctl[w, C_PID]) for w in range(wk.n)]})
+        else:
+            emit_text(f"pktbuf fwd: {len(wk.names)} port(s), {a.forward_mode} mode, "
+                      f"{a.workers} workers (pids "
+                      + ", ".join(str(int(wk.sh.ctl[w, C_PID])) for w in range(wk.n))
+                      + ")" + ("; Ctrl-C to stop" if not a.seconds else ""))
+        t0 = time.monotonic()
+        next_stats = t0 + a.stats_period if a.stats_period > 0 else None
+        prev, prev_t = {}, t0
+        while stop["why"] is None:
+            now = time.monotonic()
+            if a.seconds and now - t0 >= a.seconds:
+                stop["why"] = "seconds"
+                break
+            for w, code in wk.dead():
+                died.append(w)
+                if a.json:
+                    emit_json({"event": "worker_died", "worker": w, "exitcode": code,
+                               "t": round(now - t0, 3)})
+                else:
+                    emit_text(f"pktbuf fwd: worker {w} died (exit code {code}); "
+                              f"{wk.n - len(died)} still forwarding")
+            if wk.all_ended():
+                stop["why"] = "eof" if not died else "all workers ended"
+                break
+            if next_stats is not None and now >= next_stats:
+                snap = {pid: wk.port_stats(pid) for pid in wk.port_ids()}
+                rt = {pid: rates(prev.get(pid), s, now - prev_t) for pid, s in snap.items()}
+                if a.json:
+                    emit_json({"event": "stats", "t": round(now - t0, 3),
+                               "ports": [dict(port_id=pid, **{k: v for k, v in s.items()
+                                                               if not k.startswith("q_")},
+                                              **rt[pid]) for pid, s in snap.items()],
+                               "workers": [{"worker": r["worker"], "state": r["state"],
+                                            "rx": sum(p["rx"] for p in r["ports"]),
+                                            "tx": sum(p["tx"] for p in r["ports"])}
+                                           for r in wk.worker_rows()]})
+                else:
+                    clear = "\033[2J\033[1;1H" if sys.stdout.isatty() else ""
+                    emit_text(clear + "\n  Port statistics ===================================="
+                              + "".join(nic_stats_text(pid, s, rt[pid])
+                                        for pid, s in snap.items()))
+                prev, prev_t = snap, now
+                next_stats += a.stats_period
+            time.sleep(0.02)
+    except KeyboardInterrupt:
+        stop["why"] = "signal"
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        elapsed = time.monotonic() - t0
+        wk.stop()
+        if tel is not None:
+            tel.close()
+    rows, wrows, in_use = wk.rows(), wk.worker_rows(), wk.in_use()
+    wk.close()
+    failed = [r["worker"] for r in wrows if r["state"] != "done"]
+    cycles = None
+    if a.record_core_cycles:
+        busy = sum(r["busy_cycles"] for r in rows)
+        pkts = sum(r["tx" if a.forward_mode == "txonly" else "rx"] for r in rows)
+        cycles = {"busy_cycles": busy, "packets": pkts, "tsc_hz": tsc_hz(),
+                  "cycles_per_packet": busy / pkts if pkts else 0.0}
+    if a.json:
+        acc = {k: sum(r[k] for r in rows) for k in ("rx", "rx_dropped", "tx", "tx_dropped")}
+        emit_json({"event": "summary", "mode": a.forward_mode, "stopped_by": stop["why"],
+                   "seconds": round(elapsed, 3), "ports": rows, "accumulated": acc,
+                   "workers": wrows, "core_cycles": cycles, "mbufs_in_use_at_close": in_use})
+    else:
+        emit_text(f"\nStopping ({stop['why']}) after {elapsed:.1f} s...")
+        for r in wrows:
+            emit_text(f"  worker {r['worker']} (pid {r['pid']}, cpu {r['cpu']}): {r['state']}, "
+                      f"RX {sum(p['rx'] for p in r['ports'])} TX "
+                      f"{sum(p['tx'] for p in r['ports'])}"
+                      + (f", {r['mbufs_in_use_at_close']} mbufs not returned"
+                         if r["mbufs_in_use_at_close"] else ""))
+        emit_text(fwd_stats_text(rows))
+        if cycles is not None:
+            emit_text(f"\n  CPU cycles/packet={cycles['cycles_per_packet']:.2f} (total cycles="
+                      f"{cycles['busy_cycles']} / total {a.forward_mode} packets="
+                      f"{cycles['packets']}) at {int(cycles['tsc_hz'] / 1e6)} MHz Clock")
+        emit_text("\nDone." + ("" if in_use == 0 else f"  {in_use} mbufs were not returned!")
+                  + (f"  Workers that did not finish cleanly: {failed}" if failed else ""))
+    return 0 if in_use == 0 and not failed else 1

@@ -1,0 +1,1 @@
+"""The software distributor: one Rx stage hands mbufs to workers over rings, by RSS."""
