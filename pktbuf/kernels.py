@@ -53,6 +53,9 @@ from .memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noq
 from .eth_ring.burst import eth_ring_rx_burst, eth_ring_tx_burst  # noqa: F401
 from .af_packet.rx import af_packet_rx_burst, af_packet_rx_wait  # noqa: F401
 from .af_packet.tx import af_packet_tx_burst  # noqa: F401
+from .af_xdp.rx import (af_xdp_fill, af_xdp_rx_burst, af_xdp_rx_count,  # noqa: F401
+                        af_xdp_rx_wait)
+from .af_xdp.tx import af_xdp_complete, af_xdp_tx_burst  # noqa: F401
 from .ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst  # noqa: F401
 from .memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
 from .pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error  # noqa: F401

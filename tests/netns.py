@@ -33,6 +33,15 @@ def _setns(fd: int) -> None:
         raise OSError(e, f"setns: {os.strerror(e)}")
 
 
+def need_root(what: str) -> None:
+    """Skip (fail in CI) a test that needs root for ``what``."""
+    import pytest
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"the {what} tests need root", pytrace=False)
+        pytest.skip(f"the {what} tests need root")
+
+
 class Netns:
     def __init__(self, name: str | None = None):
         self.name = name or f"pktbuf-{os.getpid()}-{next(_seq)}"
@@ -65,12 +74,15 @@ class Netns:
         return r
 
     def veth(self, a: str = "veth0", b: str = "veth1", *, mtu: int | None = None,
-             offloads: bool = True, peer: "Netns | None" = None) -> tuple[str, str]:
+             offloads: bool = True, peer: "Netns | None" = None,
+             queues: int | None = None) -> tuple[str, str]:
         """A veth pair ``a`` <-> ``b``, both up; ``b`` in namespace ``peer`` if given.
         ``offloads=False`` turns TSO/GSO/checksum offload off on both (then locally sent TCP
-        crosses in MTU-sized frames)."""
+        crosses in MTU-sized frames).  ``queues``: Rx and Tx queues of each end (the
+        kernel's default otherwise, which may be one per CPU)."""
         extra = ["netns", peer.name] if peer is not None else []
-        self.run("ip", "link", "add", a, "type", "veth", "peer", "name", b, *extra)
+        nq = [] if queues is None else ["numtxqueues", str(queues), "numrxqueues", str(queues)]
+        self.run("ip", "link", "add", a, *nq, "type", "veth", "peer", "name", b, *nq, *extra)
         for owner, x in ((self, a), (peer or self, b)):
             if mtu is not None:
                 owner.run("ip", "link", "set", x, "mtu", str(mtu))

@@ -119,3 +119,48 @@ class AfPacketFwd:
         return r["rate_ratio"]
 
     track_rate_ratio.unit = "ratio"
+
+
+class AfXdp:
+    """AF_XDP over veth (``pktbuf bench ports --only afxdp_rx,afxdp_fwd``, same harness and
+    same run as the references): busy TSC cycles per 64-byte packet of the receiver at a fixed
+    offered load, pktbuf against testpmd net_af_xdp and against pktbuf's AF_PACKET port, and
+    the io-forwarding loss-free rate against testpmd's.  Skipped without root or a second CPU;
+    a failed pktbuf side is an error, and a failed testpmd makes every track that needs its
+    figure an error that says why."""
+
+    timeout = 1800
+
+    def setup_cache(self):
+        from pktbuf.bench import ports_afxdp as X
+        kw = dict(rounds=1, seconds=1.0, probe_seconds=0.5) if QUICK else \
+            dict(rounds=3, seconds=2.0, probe_seconds=1.0)
+        rx = X.measure_rx(**kw)
+        fwd = X.measure_fwd(search_rounds=1, trial_seconds=0.3 if QUICK else 1.0, **kw)
+        return {"rx": rx, "fwd": fwd}
+
+    def setup(self, r):
+        _need(r["rx"])
+        _need(r["fwd"])
+
+    def track_rx_cycles_per_packet(self, r):
+        return r["rx"]["pktbuf"]["cycles_per_packet"]
+
+    track_rx_cycles_per_packet.unit = "cycles/packet"
+
+    def track_rx_vs_testpmd(self, r):
+        _reference(r["rx"], "cycles_per_packet")
+        return r["rx"]["ratios"]["pktbuf/testpmd"]["median"]
+
+    track_rx_vs_testpmd.unit = "ratio"
+
+    def track_rx_coalesced_vs_af_packet(self, r):
+        return r["rx"]["ratios"]["pktbuf_coalesced/pktbuf_af_packet"]["median"]
+
+    track_rx_coalesced_vs_af_packet.unit = "ratio"
+
+    def track_fwd_loss_free_vs_testpmd(self, r):
+        _reference(r["fwd"], "loss_free_pps")
+        return r["fwd"]["rate_ratio"]
+
+    track_fwd_loss_free_vs_testpmd.unit = "ratio"

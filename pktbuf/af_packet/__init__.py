@@ -2,5 +2,5 @@
 
 Kernels only (the socket set-up is the facade's, :mod:`pktbuf.api.af_packet`): the queue
 layouts (:mod:`.layout`), the Rx burst over the V3 block ring (:mod:`.rx`), the Tx burst over
-the fixed-frame Tx ring (:mod:`.tx`), and the two system calls they make (:mod:`._sys`).
+the fixed-frame Tx ring (:mod:`.tx`); the system calls they make are in :mod:`pktbuf.syscalls`.
 """

@@ -33,7 +33,7 @@ from ..atomics import load_acquire, store_release
 from ..mbuf.layout import MAX_SEGS
 from ..mbuf.raw import pktmbuf_alloc_bulk
 from ..rawmem import addr_u8, copy_in_bounds, store_u8
-from ._sys import POLLERR, POLLIN, fd_poll, sock_error
+from ..syscalls import POLLERR, POLLIN, fd_poll, sock_error
 from .layout import (BLK_HDR_LEN, BLK_W_FIRST, BLK_W_NUM_PKTS, BLK_W_STATUS, ETHER_TYPE_VLAN,
                      PKT_HDR_LEN, PKT_W_LEN, PKT_W_MAC_NET, PKT_W_NEXT, PKT_W_SNAPLEN,
                      PKT_W_STATUS, PKT_W_VLAN_TCI, PKT_W_VLAN_TPID, RC_BLOCK_NR, RC_BLOCK_SIZE,

@@ -28,7 +28,7 @@ from ..atomics import load_acquire, store_release
 from ..mbuf.free import pktmbuf_free_bulk
 from ..mbuf.layout import NULL
 from ..rawmem import addr_u8, copy_in_bounds, load_u8, store_u8
-from ._sys import tx_kick
+from ..syscalls import tx_kick
 from .layout import (ETHER_HDR_LEN, ETHER_TYPE_VLAN, PKT_W_LEN, PKT_W_NEXT,
                      PKT_W_SNAPLEN, PKT_W_STATUS, TC_BLOCK_SIZE, TC_FD, TC_FPB, TC_FRAME_NR,
                      TC_FRAME_SIZE, TC_MAX_LEN, TC_RING, TP_STATUS_AVAILABLE,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import mmap
 import os
 import socket
@@ -44,6 +43,7 @@ from ..af_packet.tx import af_packet_tx_burst
 from ..block import Block
 from ..errors import InvalidArgument, NoSuchInterface, OutOfMemory, PermissionDenied, PortError
 from ..ethdev.layout import K_AF_PACKET
+from .netif import InterfacePort, if_index, if_mac, if_mtu
 from .port import Port, arg_bool, arg_int, check_devargs
 
 __all__ = ["AfPacketPort", "FANOUT_MODES"]
@@ -69,14 +69,6 @@ FANOUT_FLAG_ROLLOVER = 0x1000
 FANOUT_FLAG_DEFRAG = 0x8000
 FANOUT_MODES = {"hash": 0, "lb": 1, "cpu": 2, "rollover": 3, "rnd": 4, "qm": 5}
 
-SIOCGIFFLAGS = 0x8913
-SIOCGIFMTU = 0x8921
-SIOCGIFHWADDR = 0x8927
-SIOCGIFINDEX = 0x8933
-SIOCETHTOOL = 0x8946
-ETHTOOL_GSET = 1
-IFF_UP = 0x1
-IFF_RUNNING = 0x40
 
 PAGE = mmap.PAGESIZE
 MAX_QPAIRS = 16             # DPDK's RTE_PMD_AF_PACKET_MAX_RINGS
@@ -91,20 +83,6 @@ _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
 _libc.munmap.restype = ctypes.c_int
 _libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 _MAP_FAILED = ctypes.c_void_p(-1).value
-
-
-def _ifreq(iface: str, tail: bytes = b"") -> bytearray:
-    b = bytearray(40)
-    name = iface.encode()
-    b[:len(name)] = name
-    b[16:16 + len(tail)] = tail
-    return b
-
-
-def _ioctl(sock: socket.socket, req: int, iface: str, tail: bytes = b"") -> bytearray:
-    buf = _ifreq(iface, tail)
-    fcntl.ioctl(sock.fileno(), req, buf)
-    return buf
 
 
 def _round_up(n: int, a: int) -> int:
@@ -154,7 +132,7 @@ class _QueuePair:
             self.sock = None
 
 
-class AfPacketPort(Port):
+class AfPacketPort(InterfacePort, Port):
     """An ``AF_PACKET`` port on the interface ``iface`` of the caller's network namespace.
 
     ``pool``: the :class:`~pktbuf.PktmbufPool` Rx takes mbufs from.  ``qpairs``: queue pairs
@@ -260,11 +238,11 @@ class AfPacketPort(Port):
         probe = self._socket()
         self._probe = probe
         try:
-            self.ifindex = struct.unpack_from("i", _ioctl(probe, SIOCGIFINDEX, self.iface), 16)[0]
+            self.ifindex = if_index(probe, self.iface)
         except OSError as e:
             raise _os_error(e, "SIOCGIFINDEX", self.iface) from None
-        mtu = self._mtu = self._read_mtu()
-        self._mac = bytes(_ioctl(probe, SIOCGIFHWADDR, self.iface)[18:24])
+        mtu = self._mtu = if_mtu(probe, self.iface)
+        self._mac = if_mac(probe, self.iface)
         self.blocksz, self.framesz, self.framecnt, fpb = self._geometry(mtu, blocksz, framesz,
                                                                         framecnt)
         nblk = self.framecnt // fpb
@@ -427,57 +405,9 @@ class AfPacketPort(Port):
         return x
 
     # -- the interface -------------------------------------------------------------------------
-    def _sock(self) -> socket.socket:
-        self._check_open()
-        return self._probe
-
-    def _read_mtu(self) -> int:
-        return struct.unpack_from("i", _ioctl(self._probe, SIOCGIFMTU, self.iface), 16)[0]
-
-    @property
-    def mtu(self) -> int:
-        """The interface's MTU, read now (and handed to the Tx queues, which refuse longer
-        frames); once closed, the last one read."""
-        if self.closed:
-            return self._mtu
-        mtu = self._read_mtu()
+    def _mtu_changed(self, mtu: int) -> None:
         for qp in self._qp:
             qp.txq.cfg[TC_MAX_LEN] = mtu + ETHER_HDR_LEN
-        self._mtu = mtu
-        return mtu
-
-    @property
-    def mac_addr(self) -> bytes:
-        """The interface's MAC address, read now; once closed, the last one read."""
-        if not self.closed:
-            self._mac = bytes(_ioctl(self._probe, SIOCGIFHWADDR, self.iface)[18:24])
-        return self._mac
-
-    def _flags(self) -> int:
-        return struct.unpack_from("H", _ioctl(self._sock(), SIOCGIFFLAGS, self.iface), 16)[0]
-
-    def _speed(self) -> int:
-        cmd = ctypes.create_string_buffer(struct.pack("I", ETHTOOL_GSET) + bytes(40), 44)
-        try:
-            _ioctl(self._sock(), SIOCETHTOOL, self.iface,
-                   struct.pack("P", ctypes.addressof(cmd)))
-        except OSError:
-            return 0
-        lo, hi = struct.unpack_from("H", cmd.raw, 12)[0], struct.unpack_from("H", cmd.raw, 28)[0]
-        speed = lo | (hi << 16)
-        return 0 if speed in (0xFFFFFFFF, 0xFFFF) else speed
-
-    def link(self) -> dict:
-        """UP when the interface is up and has carrier (``IFF_UP | IFF_RUNNING``); its speed
-        as ethtool reports it (veth: 10000)."""
-        if self.closed:
-            return {"status": "DOWN", "speed": 0, "duplex": "full-duplex"}
-        try:
-            up = self._flags() & (IFF_UP | IFF_RUNNING) == (IFF_UP | IFF_RUNNING)
-        except OSError:
-            up = False
-        return {"status": "UP" if up else "DOWN", "speed": self._speed() if up else 0,
-                "duplex": "full-duplex"}
 
     def info(self) -> dict:
         i = super().info()

@@ -35,9 +35,10 @@ DRIVERS = {
     "net_ring": ("pktbuf.api.ring_port", "RingPort"),
     "net_pcap": ("pktbuf.api.pcap", "PcapPort"),
     "net_af_packet": ("pktbuf.api.af_packet", "AfPacketPort"),
+    "net_af_xdp": ("pktbuf.api.af_xdp", "AfXdpPort"),
 }
 ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring", "eth_pcap": "net_pcap",
-           "eth_af_packet": "net_af_packet"}
+           "eth_af_packet": "net_af_packet", "eth_af_xdp": "net_af_xdp"}
 
 
 def driver_of(name: str) -> str:

@@ -60,14 +60,15 @@ class Testpmd:
     ignored); ``fwd``: testpmd forwarding mode (io, macswap, rxonly,
     txonly...); ``lcores``: EAL core option (e.g. ``["-l", "0-1"]`` or
     ``["--lcores=0@1,1@0"]``); ``vdev_extra``: extra memif devargs (``"zero-copy=yes"``,
-    ``"bsize=1024"``...); ``app_extra``: extra testpmd arguments.
+    ``"bsize=1024"``...); ``app_extra``: extra testpmd arguments.  ``bpffs``: mount the BPF
+    filesystem at ``/sys/fs/bpf`` in the namespace's mount namespace first (``net_af_xdp``).
     """
 
     def __init__(self, role: str = "server", socket: str = "", *, abstract: bool = True,
                  id: int = 0, secret: str | None = None, fwd: str = "io", lcores=None,
                  vdev_extra: str = "", vdevs=None, eal_extra=(), app_extra=(),
                  lifetime: int = 120, mem: int = 256, mbufs: int = 8192,
-                 netns: str | None = None):
+                 netns: str | None = None, bpffs: bool = False):
         global _seq
         _seq += 1
         self.role = role
@@ -84,7 +85,11 @@ class Testpmd:
         prefix = f"{PREFIX}{os.getpid()}_{_seq}"
         self.prefix = prefix
         self.runtime_dir = os.path.join(runtime_base(), prefix)
-        self.argv = ((["ip", "netns", "exec", netns] if netns else [])
+        # net_af_xdp (libxdp) wants the BPF filesystem; `ip netns exec` runs in a mount
+        # namespace of its own, so mounting it there touches nothing outside
+        mount = (["sh", "-c", "mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf; "
+                  'exec "$@"', "sh"] if bpffs and netns else [])
+        self.argv = ((["ip", "netns", "exec", netns] if netns else []) + mount
                      + ["timeout", "--kill-after=5", str(lifetime), "stdbuf", "-oL", TESTPMD]
                      + list(lcores or ["-l", "0-1"])
                      + ["--no-huge", "-m", str(mem), "--no-pci", f"--file-prefix={prefix}",

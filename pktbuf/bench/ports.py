@@ -15,6 +15,9 @@ Sections (``--only`` picks some):
 * ``afpacket_fwd``: io forwarding between two veth pairs, pktbuf fwd against testpmd: busy
   cycles per packet at a fixed load, and the loss-free rate (zero loss at the sink).
 
+* ``afxdp_rx`` / ``afxdp_fwd``: the same two measures on AF_XDP ports (:mod:`.ports_afxdp`),
+  against ``dpdk-testpmd --vdev net_af_xdp0,...`` and, for rx, pktbuf's own AF_PACKET port.
+
 * ``pcap``: reading and writing 64-byte frames in capture files (:mod:`.pcap`): pktbuf's burst
   kernels against dpkt's ``Reader`` iteration and ``Writer.writepkts`` (alternating
   repetitions, medians), and against ``dpdk-testpmd``'s ``net_pcap`` (rxonly over a file,
@@ -34,7 +37,7 @@ from numba import njit
 from ..kernels import eth_ring_rx_burst, eth_ring_tx_burst, rx_burst, tx_burst
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
-SECTIONS = ("dispatch", "pcap", "afpacket_rx", "afpacket_fwd")
+SECTIONS = ("dispatch", "pcap", "afpacket_rx", "afpacket_fwd", "afxdp_rx", "afxdp_fwd")
 BURST = 32
 
 
@@ -159,24 +162,27 @@ def main(argv=None) -> int:
               f"({r['write_null_ratio']:6.1f}x)")
         print(f"  plain 1 MiB write() of the same bytes into a new file: "
               f"{r['file_write_floor']:7.2f} Mpps (every writer's ceiling there)")
-    if "afpacket_rx" in only or "afpacket_fwd" in only:
+    kinds = [k for k in ("afpacket", "afxdp") if f"{k}_rx" in only or f"{k}_fwd" in only]
+    if kinds:
         from . import ports_afpacket as A
+        from . import ports_afxdp as X
         import os
         A.NICE["value"] = a.nice
         meta = out["afpacket"] = {"loadavg_start": os.getloadavg(), "cpus": os.cpu_count(),
                                   "argv": sys.argv, "quick": a.quick, "nice": a.nice}
         probe = 0.5 if a.quick else 1.0
-        if "afpacket_rx" in only:
-            r = out["afpacket_rx"] = A.measure_rx(rounds=a.rounds, seconds=a.seconds,
-                                                  probe_seconds=probe, rate=rate,
-                                                  testpmd=not a.no_testpmd)
-            rc |= A.print_rx(r)
-        if "afpacket_fwd" in only:
-            r = out["afpacket_fwd"] = A.measure_fwd(
-                rounds=a.rounds, seconds=a.seconds, probe_seconds=probe, rate=rate,
-                search_rounds=a.search_rounds, trial_seconds=0.3 if a.quick else 1.0,
-                testpmd=not a.no_testpmd)
-            rc |= A.print_fwd(r)
+        for kind, mod in (("afpacket", A), ("afxdp", X)):
+            if f"{kind}_rx" in only:
+                r = out[f"{kind}_rx"] = mod.measure_rx(rounds=a.rounds, seconds=a.seconds,
+                                                       probe_seconds=probe, rate=rate,
+                                                       testpmd=not a.no_testpmd)
+                rc |= mod.print_rx(r)
+            if f"{kind}_fwd" in only:
+                r = out[f"{kind}_fwd"] = mod.measure_fwd(
+                    rounds=a.rounds, seconds=a.seconds, probe_seconds=probe, rate=rate,
+                    search_rounds=a.search_rounds, trial_seconds=0.3 if a.quick else 1.0,
+                    testpmd=not a.no_testpmd)
+                rc |= mod.print_fwd(r)
         meta["loadavg_end"] = os.getloadavg()
         print(f"\n  load average {meta['loadavg_start'][0]:.2f} at start, "
               f"{meta['loadavg_end'][0]:.2f} at the end ({meta['cpus']} CPUs)")

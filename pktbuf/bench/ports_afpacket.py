@@ -66,10 +66,11 @@ class PktbufSide:
 
     name = "pktbuf"
 
-    def __init__(self, ns: G.Netns, ifaces, mode: str, lifetime: int = 900, nice: int = 0):
+    def __init__(self, ns: G.Netns, ifaces, mode: str, lifetime: int = 900, nice: int = 0,
+                 driver: str = "net_af_packet", devargs: str = ""):
         vdevs = []
         for i, f in enumerate(ifaces):
-            vdevs += ["--vdev", f"net_af_packet{i},iface={f}"]
+            vdevs += ["--vdev", f"{driver}{i},iface={f}{devargs}"]
         self.argv = ns.exec_argv(_nice(nice) + ["timeout", "--kill-after=5", str(lifetime),
                                                 "taskset", "-c",
                                   str(FWD_CPU), sys.executable, "-m", "pktbuf.cli", "fwd"]
@@ -136,12 +137,14 @@ class TestpmdSide:
 
     name = "testpmd"
 
-    def __init__(self, ns: G.Netns, ifaces, mode: str, lifetime: int = 900, nice: int = 0):
+    def __init__(self, ns: G.Netns, ifaces, mode: str, lifetime: int = 900, nice: int = 0,
+                 driver: str = "net_af_packet"):
         from ..apps import testpmd as T
-        self.tp = T.Testpmd(vdevs=[f"net_af_packet{i},iface={f}" for i, f in enumerate(ifaces)],
+        self.tp = T.Testpmd(vdevs=[f"{driver}{i},iface={f}" for i, f in enumerate(ifaces)],
                             fwd=mode, lcores=[f"--lcores=0@{GEN_CPU},1@{FWD_CPU}"],
                             eal_extra=["--no-telemetry"], app_extra=["--record-core-cycles"],
-                            netns=ns.name, mbufs=16384, lifetime=lifetime)
+                            netns=ns.name, mbufs=16384, lifetime=lifetime,
+                            bpffs=driver == "net_af_xdp")
         at = len(ns.exec_argv([]))
         self.tp.argv[at:at] = _nice(nice)
         self.status = "ok"
@@ -215,9 +218,20 @@ def _nice(n: int) -> list:
     return ["nice", "-n", str(n)] if n else []
 
 
-def _side(who, ns, ifaces, mode):
+COALESCE_US = 100          # the pktbuf_coalesced side's rx_coalesce_us
+
+
+def _side(who, ns, ifaces, mode, driver="net_af_packet"):
+    """``pktbuf`` and ``testpmd`` on ``driver``'s ports; ``pktbuf_af_packet``: pktbuf fwd on
+    AF_PACKET ports (the AF_XDP sections' second reference); ``pktbuf_coalesced``: pktbuf
+    fwd on ``driver``'s ports with ``rx_coalesce_us=COALESCE_US``."""
+    if who == "pktbuf_af_packet":
+        return PktbufSide(ns, ifaces, mode, nice=NICE["value"], driver="net_af_packet")
+    if who == "pktbuf_coalesced":
+        return PktbufSide(ns, ifaces, mode, nice=NICE["value"], driver=driver,
+                          devargs=f",rx_coalesce_us={COALESCE_US}")
     return (PktbufSide if who == "pktbuf" else TestpmdSide)(ns, ifaces, mode,
-                                                             nice=NICE["value"])
+                                                             nice=NICE["value"], driver=driver)
 
 
 def _failed(side) -> dict:
@@ -263,11 +277,11 @@ def _testpmd_status(testpmd: bool) -> str:
     return "ok" if T.available() else "not available"
 
 
-def _probe(ns, gen, ifaces, mode, sides, seconds, sink: bool) -> dict:
+def _probe(ns, gen, ifaces, mode, sides, seconds, sink: bool, driver="net_af_packet") -> dict:
     """Each side's rate with the generator unpaced: min(generator, receiver) limits."""
     out = {}
     for who in sides:
-        r = _one_run(gen, _side(who, ns, ifaces, mode), 0, seconds)
+        r = _one_run(gen, _side(who, ns, ifaces, mode, driver), 0, seconds)
         if r["status"] != "ok":
             out[who] = r
             continue
@@ -285,23 +299,28 @@ def _pick_rate(probe: dict, share: float) -> float | None:
 
 # -- afpacket_rx ------------------------------------------------------------------------------------
 def measure_rx(rounds: int = 5, seconds: float = 3.0, probe_seconds: float = 1.0,
-               rate: float | None = None, share: float = 0.5, testpmd: bool = True) -> dict:
+               rate: float | None = None, share: float = 0.5, testpmd: bool = True,
+               driver: str = "net_af_packet", extra_sides=()) -> dict:
     """Busy cycles per packet of ``rxonly`` receivers at one fixed offered rate, alternating
-    pktbuf fwd and testpmd for ``rounds`` rounds."""
+    pktbuf fwd and testpmd (on ``driver``'s ports; plus ``extra_sides``, e.g.
+    ``pktbuf_af_packet``) for ``rounds`` rounds."""
     why = G.need_root()
     if why:
         return {"status": "failed", "reason": why}
     tstat = _testpmd_status(testpmd)
-    sides = ["pktbuf"] + (["testpmd"] if tstat == "ok" else [])
+    sides = ["pktbuf"] + (["testpmd"] if tstat == "ok" else []) + list(extra_sides)
     warm()
     res = {"status": "ok", "testpmd_status": tstat, "rounds": rounds, "seconds": seconds,
-           "pkt_len": G.PKT_LEN, "burst": G.BURST, "runs": {s: [] for s in sides}}
+           "pkt_len": G.PKT_LEN, "burst": G.BURST, "runs": {s: [] for s in sides},
+           "driver": driver}
+    queues = 1 if driver == "net_af_xdp" else None
     with G.Netns() as ns:
-        ns.veth("g0", "f0")
+        ns.veth("g0", "f0", queues)
         gen = G.Generator(ns.name, "g0", cpu=GEN_CPU)
         try:
             if rate is None:
-                pr = _probe(ns, gen, ["f0"], "rxonly", sides, probe_seconds, sink=False)
+                pr = _probe(ns, gen, ["f0"], "rxonly", sides, probe_seconds, sink=False,
+                            driver=driver)
                 res["probe"] = {k: {x: y for x, y in v.items() if x != "run"} for k, v in pr.items()}
                 _note_failed(res, pr)
                 rate = _pick_rate(pr, share)
@@ -316,7 +335,8 @@ def measure_rx(rounds: int = 5, seconds: float = 3.0, probe_seconds: float = 1.0
                 for who in order:
                     if who == "testpmd" and res["testpmd_status"] != "ok":
                         continue
-                    run = _one_run(gen, _side(who, ns, ["f0"], "rxonly"), rate, seconds)
+                    run = _one_run(gen, _side(who, ns, ["f0"], "rxonly", driver), rate,
+                                   seconds)
                     res["runs"][who].append(run)
                     if run["status"] != "ok" and who == "testpmd":
                         res["testpmd_status"] = f"failed: {run['reason']}"
@@ -354,6 +374,16 @@ def _summarise(res: dict, delivered) -> None:
                                                          tp["samples_cycles_per_packet"])]
     else:
         res["ratio"] = None
+    res["ratios"] = {}          # every pktbuf side against every reference, medians and rounds
+    for a in ("pktbuf", "pktbuf_coalesced"):
+        for b in ("testpmd", "pktbuf_af_packet"):
+            x, y = res.get(a, {}), res.get(b, {})
+            if x.get("cycles_per_packet") and y.get("cycles_per_packet") and \
+                    (b != "testpmd" or res["testpmd_status"] == "ok"):
+                res["ratios"][f"{a}/{b}"] = {
+                    "median": x["cycles_per_packet"] / y["cycles_per_packet"],
+                    "per_round": [p / q for p, q in zip(x["samples_cycles_per_packet"],
+                                                        y["samples_cycles_per_packet"])]}
 
 
 # -- afpacket_fwd -----------------------------------------------------------------------------------
@@ -407,7 +437,8 @@ def search_loss_free(gen, hi: float, seconds: float, resolution: float = 0.03,
 
 def measure_fwd(rounds: int = 5, seconds: float = 3.0, probe_seconds: float = 1.0,
                 rate: float | None = None, share: float = 0.5, search_rounds: int = 3,
-                trial_seconds: float = 1.0, testpmd: bool = True) -> dict:
+                trial_seconds: float = 1.0, testpmd: bool = True,
+                driver: str = "net_af_packet") -> dict:
     """io forwarding between two veth pairs: (a) busy cycles per packet at a fixed offered
     rate, alternating sides for ``rounds`` rounds; (b) each side's loss-free rate, searched the
     same way, ``search_rounds`` alternating rounds."""
@@ -420,13 +451,14 @@ def measure_fwd(rounds: int = 5, seconds: float = 3.0, probe_seconds: float = 1.
     ifaces = ["f0", "f1"]
     res = {"status": "ok", "testpmd_status": tstat, "rounds": rounds, "seconds": seconds,
            "pkt_len": G.PKT_LEN, "burst": G.BURST, "runs": {s: [] for s in sides},
-           "search": {s: [] for s in sides}, "trial_seconds": trial_seconds}
+           "search": {s: [] for s in sides}, "trial_seconds": trial_seconds, "driver": driver}
+    queues = 1 if driver == "net_af_xdp" else None
     with G.Netns() as ns:
-        ns.veth("g0", "f0")
-        ns.veth("g1", "f1")
+        ns.veth("g0", "f0", queues)
+        ns.veth("g1", "f1", queues)
         gen = G.Generator(ns.name, "g0", "g1", cpu=GEN_CPU)
         try:
-            pr = _probe(ns, gen, ifaces, "io", sides, probe_seconds, sink=True)
+            pr = _probe(ns, gen, ifaces, "io", sides, probe_seconds, sink=True, driver=driver)
             res["probe"] = {k: {x: y for x, y in v.items() if x != "run"} for k, v in pr.items()}
             _note_failed(res, pr)
             if rate is None:
@@ -445,7 +477,7 @@ def measure_fwd(rounds: int = 5, seconds: float = 3.0, probe_seconds: float = 1.
                 for who in order:
                     if who == "testpmd" and res["testpmd_status"] != "ok":
                         continue
-                    run = _one_run(gen, _side(who, ns, ifaces, "io"), rate, seconds)
+                    run = _one_run(gen, _side(who, ns, ifaces, "io", driver), rate, seconds)
                     res["runs"][who].append(run)
                     if run["status"] != "ok" and who == "testpmd":
                         res["testpmd_status"] = f"failed: {run['reason']}"
@@ -454,7 +486,7 @@ def measure_fwd(rounds: int = 5, seconds: float = 3.0, probe_seconds: float = 1.
                 for who in order:
                     if who == "testpmd" and res["testpmd_status"] != "ok":
                         continue
-                    side = _side(who, ns, ifaces, "io")
+                    side = _side(who, ns, ifaces, "io", driver)
                     try:
                         if not side.start():
                             res["search"][who].append(_failed(side))
@@ -500,18 +532,27 @@ def _ref_note(res) -> str:
     return "FAILED: " + st[len("failed: "):] if st.startswith("failed") else st
 
 
-def print_rx(res: dict) -> int:
-    print("\nAF_PACKET 64 B rx-only over veth: busy TSC cycles per packet of the receiver "
-          "(CPU 1)\nat a fixed offered load (generator on CPU 0), alternating rounds")
+def print_head(res: dict, title: str) -> bool:
+    """The title, the offered load and the probe lines of an rx section; False if it
+    failed."""
+    print(title)
     if res["status"] != "ok":
         print(f"  FAILED: {res['reason']}")
-        return 1
+        return False
     print(f"  offered load: {res['rate_pps'] / 1e3:.0f} kpps ({res['rate_rule']}); "
           f"{res['rounds']} rounds x {res['seconds']:g} s")
     for who, p in res.get("probe", {}).items():
         if p.get("status") == "ok":
-            print(f"    probe, unpaced: {who:<8} received {p['received_pps'] / 1e3:.0f} kpps "
+            print(f"    probe, unpaced: {who:<16} received {p['received_pps'] / 1e3:.0f} kpps "
                   f"(generator offered {p['offered_pps'] / 1e3:.0f} kpps)")
+    return True
+
+
+def print_rx(res: dict) -> int:
+    if not print_head(res, "\nAF_PACKET 64 B rx-only over veth: busy TSC cycles per packet of "
+                           "the receiver (CPU 1)\nat a fixed offered load (generator on CPU 0), "
+                           "alternating rounds"):
+        return 1
     rc = _print_cycles(res)
     ratio = res.get("ratio")
     print(f"  pktbuf / testpmd cycles per packet: {_fmt(ratio, '.2f')}x   "
@@ -521,18 +562,22 @@ def print_rx(res: dict) -> int:
 
 def _print_cycles(res) -> int:
     rc = 0
-    for who in ("testpmd", "pktbuf"):
+    drv = res.get("driver", "net_af_packet")
+    for who in ("testpmd", "pktbuf_af_packet", "pktbuf", "pktbuf_coalesced"):
         if who == "testpmd" and res["testpmd_status"] != "ok":
-            print(f"  testpmd net_af_packet (reference): {_ref_note(res)}")
+            print(f"  testpmd {drv} (reference): {_ref_note(res)}")
             if res["testpmd_status"].startswith("failed"):
                 rc = 1
             continue
         p = res.get(who)
         if not p:
             continue
-        label = "testpmd net_af_packet (reference)" if who == "testpmd" else "pktbuf fwd"
+        label = {"testpmd": f"testpmd {drv} (reference)",
+                 "pktbuf_af_packet": "pktbuf fwd net_af_packet",
+                 "pktbuf_coalesced": f"pktbuf fwd {drv},rx_coalesce_us={COALESCE_US}"}.get(
+                     who, "pktbuf fwd" if drv == "net_af_packet" else f"pktbuf fwd {drv}")
         loss = ", ".join(f"{l}/{s}" for l, s in zip(p["lost"], p["sent"]))
-        print(f"  {label:<34} {_fmt(p['cycles_per_packet']):>9} cycles/packet  "
+        print(f"  {label:<34} {_fmt(p['cycles_per_packet']):>9} cycles/packet\n    "
               f"(samples {', '.join(_fmt(x, '.0f') for x in p['samples_cycles_per_packet'])};"
               f" lost/sent {loss}; waited {', '.join(f'{w:.2f}' for w in p['waited'])};"
               f" busy {', '.join(_fmt(b, '.2f') for b in p['busy_share'])})")
@@ -547,17 +592,18 @@ def _per_round(res) -> str:
     return f"\n    per round: {', '.join(f'{x:.2f}' for x in r)}" if r else ""
 
 
-def print_fwd(res: dict) -> int:
-    print("\nAF_PACKET 64 B io forwarding between two veth pairs: forwarder on CPU 1, "
-          "generator + sink on CPU 0")
+def print_fwd(res: dict, title: str = "\nAF_PACKET 64 B io forwarding between two veth "
+              "pairs: forwarder on CPU 1, generator + sink on CPU 0",
+              cycles_target: str = "   (target <= 1.0x)") -> int:
+    print(title)
     if res["status"] != "ok":
         print(f"  FAILED: {res['reason']}")
         return 1
     print(f"  (a) busy cycles per packet at {res['rate_pps'] / 1e3:.0f} kpps "
           f"({res['rate_rule']}); {res['rounds']} rounds x {res['seconds']:g} s")
     rc = _print_cycles(res)
-    print(f"  pktbuf / testpmd cycles per packet: {_fmt(res.get('ratio'), '.2f')}x   "
-          f"(target <= 1.0x)" + _per_round(res))
+    print(f"  pktbuf / testpmd cycles per packet: {_fmt(res.get('ratio'), '.2f')}x"
+          + cycles_target + _per_round(res))
     print(f"  (b) loss-free rate (zero loss at the sink, bisection under "
           f"{res['search_ceiling_pps'] / 1e3:.0f} kpps, {res['trial_seconds']:g} s trials)")
     for who in ("testpmd", "pktbuf"):

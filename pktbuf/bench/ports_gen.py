@@ -214,8 +214,11 @@ class Netns:
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} in {self.name}: {r.stderr.strip()}")
 
-    def veth(self, a: str, b: str) -> None:
-        self.run("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+    def veth(self, a: str, b: str, queues: int | None = None) -> None:
+        """``queues``: Rx/Tx queues of each end (AF_XDP binds one queue: with one, every
+        frame arrives on it)."""
+        nq = [] if queues is None else ["numtxqueues", str(queues), "numrxqueues", str(queues)]
+        self.run("ip", "link", "add", a, *nq, "type", "veth", "peer", "name", b, *nq)
         for x in (a, b):
             self.run("ip", "link", "set", x, "up")
 

@@ -19,6 +19,9 @@ from .._jit import kernel
 from ..af_packet.layout import AF_PACKET_RXQ, AF_PACKET_TXQ  # noqa: F401
 from ..af_packet.rx import af_packet_rx_burst
 from ..af_packet.tx import af_packet_tx_burst
+from ..af_xdp.layout import AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM  # noqa: F401
+from ..af_xdp.rx import af_xdp_rx_burst
+from ..af_xdp.tx import af_xdp_tx_burst
 from ..block import block_at
 from ..eth_ring.burst import eth_ring_rx_burst, eth_ring_tx_burst
 from ..eth_ring.layout import ETH_RING_QUEUE  # noqa: F401  (block_at needs the layouts known)
@@ -28,7 +31,7 @@ from ..memif.queue import MEMIF_QUEUE  # noqa: F401
 from ..pcap.layout import PCAP_RXQ, PCAP_TXQ  # noqa: F401
 from ..pcap.rx import pcap_rx_burst, pcap_rx_eof
 from ..pcap.tx import pcap_tx_burst
-from .layout import (H_DOM, K_AF_PACKET, K_MEMIF, K_PCAP, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND,
+from .layout import (H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_PCAP, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND,
                      P_NB_RX, P_NB_TX)
 
 __all__ = ["rx_burst", "tx_burst", "rx_queue_eof", "eth_domain"]
@@ -62,6 +65,8 @@ def rx_burst(eth, port, queue, lcore, pkts, n):
         return eth_ring_rx_burst(dom, block_at(addr, "eth_ring_queue"), lcore, pkts, n)
     if kind == K_AF_PACKET:
         return af_packet_rx_burst(dom, block_at(addr, "af_packet_rxq"), lcore, pkts, n)
+    if kind == K_AF_XDP:
+        return af_xdp_rx_burst(dom, block_at(addr, "af_xdp_rxq"), lcore, pkts, n)
     if kind == K_PCAP:
         return pcap_rx_burst(dom, block_at(addr, "pcap_rxq"), lcore, pkts, n)
     return 0
@@ -78,6 +83,8 @@ def tx_burst(eth, port, queue, lcore, pkts, n):
         return eth_ring_tx_burst(dom, block_at(addr, "eth_ring_queue"), lcore, pkts, n)
     if kind == K_AF_PACKET:
         return af_packet_tx_burst(dom, block_at(addr, "af_packet_txq"), lcore, pkts, n)
+    if kind == K_AF_XDP:
+        return af_xdp_tx_burst(dom, block_at(addr, "af_xdp_txq"), lcore, pkts, n)
     if kind == K_PCAP:
         return pcap_tx_burst(dom, block_at(addr, "pcap_txq"), lcore, pkts, n)
     return 0

@@ -21,8 +21,9 @@ K_MEMIF = 1
 K_RING = 2
 K_AF_PACKET = 3
 K_PCAP = 4
+K_AF_XDP = 5
 KIND_NAMES = {K_MEMIF: "net_memif", K_RING: "net_ring", K_AF_PACKET: "net_af_packet",
-              K_PCAP: "net_pcap"}
+              K_PCAP: "net_pcap", K_AF_XDP: "net_af_xdp"}
 
 # table header words (hdr)
 H_DOM = 0               # address of the domain block

@@ -1,16 +1,10 @@
-import os
-
 import pytest
 
-from ..netns import Netns
+from ..netns import Netns, need_root
 
 
 def _need_root():
-    if os.geteuid() != 0:
-        if os.environ.get("CI"):
-            pytest.fail("the AF_PACKET tests need root (network namespaces, CAP_NET_RAW)",
-                        pytrace=False)
-        pytest.skip("the AF_PACKET tests need root")
+    need_root("AF_PACKET (network namespaces, CAP_NET_RAW)")
 
 
 @pytest.fixture

@@ -130,3 +130,68 @@ class RawPeer:
 
     def close(self):
         self.sock.close()
+
+
+def start_testpmd(ns, fwd, vdev, **kw):
+    """dpdk-testpmd with ``vdev`` in namespace ``ns``, forwarding in mode ``fwd`` (the test
+    fails if it does not start)."""
+    import pytest
+    from pktbuf.apps import testpmd as T
+    tp = T.Testpmd(vdevs=[vdev], fwd=fwd, netns=ns.name, **kw).start()
+    if not tp.wait_log(r"testpmd> ", 60):
+        log = tp.log()
+        tp.cleanup()
+        pytest.fail(f"testpmd did not start:\n{log[-3000:]}")
+    mark = len(tp.log())
+    tp.cmd("start")
+    assert tp.wait_log(r"packet forwarding - ports=", 10, since=mark), tp.log()[-2000:]
+    return tp
+
+
+def check_rxonly(port, pool, tp, want) -> None:
+    """Frames sent through ``port`` all reach testpmd (rxonly on the peer), bytes counted."""
+    assert send_all(port, pool, want) == len(want)
+    st = wait_testpmd_rx(tp, len(want))
+    assert st["rx_packets"] == len(want)
+    assert st["rx_bytes"] == sum(map(len, want))
+
+
+def wait_testpmd_rx(tp, count, timeout=20.0) -> dict:
+    """testpmd's port stats once it has received ``count`` frames (or at the timeout)."""
+    end = time.monotonic() + timeout
+    st = {}
+    while time.monotonic() < end:
+        st = tp.port_stats()
+        if st.get("rx_packets", 0) >= count:
+            break
+        time.sleep(0.2)
+    return st
+
+
+def check_io_echo(port, pool, tp, want) -> None:
+    """Frames sent through ``port`` to testpmd forwarding io on the peer come back byte for
+    byte, and testpmd counted each once each way."""
+    assert send_all(port, pool, want) == len(want)
+    got = receive(port, pool, len(want), timeout=20)
+    assert len(got) == len(want), tp.port_stats()
+    assert got == want
+    st = tp.port_stats()
+    assert st["rx_packets"] == st["tx_packets"] == len(want)
+
+
+def check_txonly(port, pool, tp, ns, peer="veth1") -> None:
+    """testpmd's txonly flood (64-byte UDP frames from its port's MAC, one frame over and
+    over) reaches ``port`` whole; what it could not take is counted in imissed, never more
+    than testpmd sent."""
+    got = receive(port, pool, 3000, timeout=20)
+    tp.stop_forwarding()
+    sent = tp.port_stats()["tx_packets"]
+    got += receive(port, pool, 1 << 30, timeout=1.0)
+    mac = ns.link(peer)["address"]
+    src = bytes(int(x, 16) for x in mac.split(":"))
+    assert len(got) >= 3000
+    assert all(len(g) == 64 and g[6:12] == src and g[12:14] == b"\x08\x00" for g in got)
+    assert len(set(got)) == 1
+    s = port.stats()
+    assert s["ipackets"] == len(got)
+    assert s["ipackets"] + s["imissed"] <= sent

@@ -5,14 +5,14 @@ testpmd on veth1 and comes back unchanged, so one exchange checks both direction
 byte.  rxonly and txonly check each direction on its own.  In CI these tests must run.
 """
 import os
-import time
 
 import pytest
 
 from pktbuf.api.af_packet import AfPacketPort
 from pktbuf.apps import testpmd as T
 
-from .helpers import frames, receive, send_all, vlan_tag
+from .helpers import (check_io_echo, check_rxonly, check_txonly, frames,
+                      receive, send_all, start_testpmd, vlan_tag)
 
 if not T.available():
     if os.environ.get("CI"):
@@ -23,15 +23,7 @@ SIZES = list(range(60, 1515, 29)) + [1514]
 
 
 def _testpmd(ns, fwd, vdev="net_af_packet0,iface=veth1", **kw):
-    tp = T.Testpmd(vdevs=[vdev], fwd=fwd, netns=ns.name, **kw).start()
-    if not tp.wait_log(r"testpmd> ", 60):
-        log = tp.log()
-        tp.cleanup()
-        pytest.fail(f"testpmd did not start:\n{log[-3000:]}")
-    mark = len(tp.log())
-    tp.cmd("start")
-    assert tp.wait_log(r"packet forwarding - ports=", 10, since=mark), tp.log()[-2000:]
-    return tp
+    return start_testpmd(ns, fwd, vdev, **kw)
 
 
 def _port(ns, pool, **kw):
@@ -43,13 +35,7 @@ def test_io_echo_byte_exact(ns, pool):
     a = _port(ns, pool)
     tp = _testpmd(ns, "io")
     try:
-        want = frames(SIZES * 4, seed=21)
-        assert send_all(a, pool, want) == len(want)
-        got = receive(a, pool, len(want), timeout=20)
-        assert len(got) == len(want), tp.port_stats()
-        assert got == want
-        st = tp.port_stats()
-        assert st["rx_packets"] == st["tx_packets"] == len(want)
+        check_io_echo(a, pool, tp, frames(SIZES * 4, seed=21))
     finally:
         tp.cleanup()
         a.close()
@@ -76,17 +62,7 @@ def test_pktbuf_to_testpmd_rxonly(ns, pool):
     a = _port(ns, pool)
     tp = _testpmd(ns, "rxonly")
     try:
-        want = frames(SIZES * 3, seed=23)
-        assert send_all(a, pool, want) == len(want)
-        end = time.monotonic() + 20
-        st = {}
-        while time.monotonic() < end:
-            st = tp.port_stats()
-            if st.get("rx_packets", 0) >= len(want):
-                break
-            time.sleep(0.2)
-        assert st["rx_packets"] == len(want)
-        assert st["rx_bytes"] == sum(map(len, want))
+        check_rxonly(a, pool, tp, frames(SIZES * 3, seed=23))
     finally:
         tp.cleanup()
         a.close()
@@ -99,18 +75,7 @@ def test_testpmd_txonly_to_pktbuf(ns, pool):
     a = _port(ns, pool)
     tp = _testpmd(ns, "txonly")
     try:
-        got = receive(a, pool, 3000, timeout=20)
-        tp.stop_forwarding()
-        sent = tp.port_stats()["tx_packets"]
-        got += receive(a, pool, 1 << 30, timeout=1.0)
-        mac = ns.link("veth1")["address"]
-        src = bytes(int(x, 16) for x in mac.split(":"))
-        assert len(got) >= 3000
-        assert all(len(g) == 64 and g[6:12] == src and g[12:14] == b"\x08\x00" for g in got)
-        assert len(set(got)) == 1           # testpmd's txonly sends one frame over and over
-        s = a.stats()
-        assert s["ipackets"] == len(got)
-        assert s["ipackets"] + s["imissed"] <= sent
+        check_txonly(a, pool, tp, ns)
     finally:
         tp.cleanup()
         a.close()

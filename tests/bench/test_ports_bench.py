@@ -60,6 +60,18 @@ def _both_sides(d):
     assert d["ratio"] == d["pktbuf"]["cycles_per_packet"] / d["testpmd"]["cycles_per_packet"]
 
 
+def _check_fwd(d):
+    """Both sides' runs, and each loss-free search: trials, their loss, the figure."""
+    _both_sides(d)
+    for who in ("pktbuf", "testpmd"):
+        (s,) = d["search"][who]
+        assert s["status"] == "ok" and s["trials"]
+        passing = [t["offered_pps"] for t in s["trials"] if t["lost"] == 0]
+        assert s["loss_free_pps"] == (max(passing) if passing else 0.0)
+        assert all(t["sent"] - t["received"] == t["lost"] for t in s["trials"])
+        assert d[who]["loss_free_pps"] == s["loss_free_pps"]
+
+
 def test_ports_afpacket_rx_quick(tmp_path):
     _need_afpacket()
     out = tmp_path / "ports.json"
@@ -81,14 +93,7 @@ def test_ports_afpacket_fwd_quick(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "io forwarding between two veth pairs" in r.stdout and "target >= 1.0x" in r.stdout
     d = json.loads(out.read_text())["afpacket_fwd"]
-    _both_sides(d)
-    for who in ("pktbuf", "testpmd"):
-        (s,) = d["search"][who]
-        assert s["status"] == "ok" and s["trials"]
-        passing = [t["offered_pps"] for t in s["trials"] if t["lost"] == 0]
-        assert s["loss_free_pps"] == (max(passing) if passing else 0.0)
-        assert all(t["sent"] - t["received"] == t["lost"] for t in s["trials"])
-        assert d[who]["loss_free_pps"] == s["loss_free_pps"]
+    _check_fwd(d)
     if d["testpmd"]["loss_free_pps"]:
         assert d["rate_ratio"] == d["pktbuf"]["loss_free_pps"] / d["testpmd"]["loss_free_pps"]
 
@@ -138,3 +143,31 @@ def test_ports_pcap_quick(tmp_path):
     if shutil.which("dpdk-testpmd") or os.environ.get("CI"):
         assert d["testpmd_read"] > 0 and d["testpmd_write"] > 0
     assert "pcap, 64-byte frames" in r.stdout and "into /dev/null" in r.stdout
+
+
+def test_ports_afxdp_rx_quick(tmp_path):
+    """afxdp_rx: pktbuf AF_XDP (defaults and coalesced), testpmd net_af_xdp and pktbuf
+    AF_PACKET in one run, with every pktbuf/reference ratio."""
+    _need_afpacket()
+    out = tmp_path / "ports.json"
+    r = run_cli("bench", "ports", "--only", "afxdp_rx", "--quick", "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "AF_XDP 64 B rx-only" in r.stdout and "target <= 0.67x" in r.stdout
+    d = json.loads(out.read_text())["afxdp_rx"]
+    _both_sides(d)
+    assert d["driver"] == "net_af_xdp"
+    for who in ("pktbuf_af_packet", "pktbuf_coalesced"):
+        assert d[who]["failed_runs"] == 0 and d[who]["cycles_per_packet"] > 0
+    for key in ("pktbuf/testpmd", "pktbuf/pktbuf_af_packet", "pktbuf_coalesced/testpmd",
+                "pktbuf_coalesced/pktbuf_af_packet"):
+        a, b = key.split("/")
+        assert d["ratios"][key]["median"] == d[a]["cycles_per_packet"] / d[b]["cycles_per_packet"]
+
+
+def test_ports_afxdp_fwd_quick(tmp_path):
+    _need_afpacket()
+    out = tmp_path / "ports.json"
+    r = run_cli("bench", "ports", "--only", "afxdp_fwd", "--quick", "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "AF_XDP 64 B io forwarding" in r.stdout and "target >= 1.0x" in r.stdout
+    _check_fwd(json.loads(out.read_text())["afxdp_fwd"])

@@ -1,4 +1,5 @@
-"""The system calls the AF_PACKET kernels make: ``poll`` on one fd and the Tx ring's kick.
+"""The socket system calls the kernel-bypass port kernels make (AF_PACKET, AF_XDP): ``poll`` on
+one fd, the Tx ring's kick, the Rx wake-up and the pending socket error.
 
 Numba cannot call into the OS by itself.  As in :mod:`pktbuf.memif._sys`, these intrinsics
 declare the libc functions by name (``poll``, ``sendto``, ``getsockopt``,
@@ -13,7 +14,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .._jit import kernel
+from ._jit import kernel
 
 _I8P = ir.IntType(8).as_pointer()
 _I32 = ir.IntType(32)
@@ -29,6 +30,23 @@ def _errno(builder):
     f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32.as_pointer(), []),
                                        "__errno_location")
     return builder.sext(builder.load(builder.call(f, [])), _I64)
+
+
+def _or_errno(builder, r, ok):
+    """``-errno`` when the call's result ``r`` (i64) is negative, else the value ``ok()``
+    builds."""
+    neg = builder.icmp_signed("<", r, ir.Constant(_I64, 0))
+    with builder.if_else(neg) as (then, other):
+        with then:
+            bb_neg = builder.block
+            err = builder.neg(_errno(builder))
+        with other:
+            val = ok()
+            bb_ok = builder.block
+    phi = builder.phi(_I64)
+    phi.add_incoming(err, bb_neg)
+    phi.add_incoming(val, bb_ok)
+    return phi
 
 
 @intrinsic
@@ -51,50 +69,37 @@ def _c_poll(typingctx, fd, events, timeout_ms):
                                                        types.int32)]), _I64)
         rev = builder.lshr(builder.zext(builder.load(builder.gep(pfd, [ir.Constant(_I32, 1)])),
                                         _I64), ir.Constant(_I64, 16))
-        neg = builder.icmp_signed("<", r, ir.Constant(_I64, 0))
         zero = builder.icmp_signed("==", r, ir.Constant(_I64, 0))
-        with builder.if_else(neg) as (then, other):
-            with then:
-                bb_neg = builder.block
-                err = builder.neg(_errno(builder))
-            with other:
-                bb_ok = builder.block
-                ok = builder.select(zero, ir.Constant(_I64, 0), rev)
-        phi = builder.phi(_I64)
-        phi.add_incoming(err, bb_neg)
-        phi.add_incoming(ok, bb_ok)
-        return phi
+        return _or_errno(builder, r, lambda: builder.select(zero, ir.Constant(_I64, 0), rev))
 
     return types.int64(fd, events, timeout_ms), codegen
 
 
-@intrinsic
-def _c_kick(typingctx, fd):
-    """``sendto(fd, NULL, 0, MSG_DONTWAIT, NULL, 0)``: bytes queued, or ``-errno``."""
-    if not isinstance(fd, types.Integer):
-        return None
+def _null_io(fn):
+    """An intrinsic calling ``fn(fd, NULL, 0, MSG_DONTWAIT, NULL, 0)`` (``sendto`` or
+    ``recvfrom``): its result, or ``-errno``."""
 
-    def codegen(context, builder, sig, args):
-        f = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(_I64, [_I32, _I8P, _I64, _I32, _I8P, _I32]),
-            "sendto")
-        null = ir.Constant(_I8P, None)
-        r = builder.call(f, [context.cast(builder, args[0], sig.args[0], types.int32), null,
-                             ir.Constant(_I64, 0), ir.Constant(_I32, MSG_DONTWAIT), null,
-                             ir.Constant(_I32, 0)])
-        neg = builder.icmp_signed("<", r, ir.Constant(_I64, 0))
-        with builder.if_else(neg) as (then, other):
-            with then:
-                bb_neg = builder.block
-                err = builder.neg(_errno(builder))
-            with other:
-                bb_ok = builder.block
-        phi = builder.phi(_I64)
-        phi.add_incoming(err, bb_neg)
-        phi.add_incoming(r, bb_ok)
-        return phi
+    @intrinsic
+    def io(typingctx, fd):
+        if not isinstance(fd, types.Integer):
+            return None
 
-    return types.int64(fd), codegen
+        def codegen(context, builder, sig, args):
+            f = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(_I64, [_I32, _I8P, _I64, _I32, _I8P, _I8P]), fn)
+            null = ir.Constant(_I8P, None)
+            r = builder.call(f, [context.cast(builder, args[0], sig.args[0], types.int32), null,
+                                 ir.Constant(_I64, 0), ir.Constant(_I32, MSG_DONTWAIT), null,
+                                 null])
+            return _or_errno(builder, r, lambda: r)
+
+        return types.int64(fd), codegen
+
+    return io
+
+
+_c_kick = _null_io("sendto")
+_c_recv_kick = _null_io("recvfrom")
 
 
 @intrinsic
@@ -132,6 +137,16 @@ def fd_poll(fd, events, timeout_ms):
 
 @kernel
 def tx_kick(fd):
-    """Ask the kernel to send every Tx-ring frame marked ``SEND_REQUEST``, without waiting for
-    their completion.  Returns the bytes it queued, or ``-errno``."""
+    """``sendto(fd, NULL, 0, MSG_DONTWAIT)``: ask the kernel to send what the socket's Tx ring
+    holds (AF_PACKET: frames marked ``SEND_REQUEST``; AF_XDP: descriptors up to the producer),
+    without waiting for their completion.  Returns the bytes it queued (0 for AF_XDP), or
+    ``-errno``."""
     return _c_kick(fd)
+
+
+@kernel
+def rx_kick(fd):
+    """``recvfrom(fd, NULL, 0, MSG_DONTWAIT)``: wake the kernel's Rx side of an AF_XDP socket
+    (it refills from the fill ring; with busy polling it runs the device's NAPI).  Returns 0
+    or ``-errno``."""
+    return _c_recv_kick(fd)
