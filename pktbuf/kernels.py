@@ -82,6 +82,7 @@ from .rss.thash import (convert_rss_key, softrss, softrss_be, thash_bulk,  # noq
                         thash_lut, thash_table_init)
 from .rss.tuple import rss_hash_bulk, rss_hash_frame, rss_parse, rss_tuple  # noqa: F401
 from .distrib.kernels import (distributor_burst, distributor_ring_count,  # noqa: F401
+                              distributor_return_burst, distributor_returned_pkts,
                               distributor_worker_burst, distributor_worker_done)
 from .ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
                            ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,

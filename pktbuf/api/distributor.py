@@ -17,10 +17,12 @@ import os
 
 import numpy as np
 
-from ..distrib.kernels import (distributor_burst, distributor_ring_count,
+from ..distrib.kernels import (distributor_burst, distributor_return_burst,
+                               distributor_returned_pkts, distributor_ring_count,
                                distributor_worker_burst, distributor_worker_done)
-from ..distrib.layout import (BURST_MAX, D_HASH, D_L4, D_MAGIC, D_RING_SIZE, D_WORKERS, DISTRIB,
-                              MAGIC, MAX_WORKERS, W_DEQ, W_DONE, W_ENQ, W_FULL)
+from ..distrib.layout import (BURST_MAX, D_HASH, D_L4, D_MAGIC, D_RING_SIZE, D_STOP, D_WORKERS,
+                              DISTRIB, MAGIC, MAX_WORKERS, W_DEQ, W_DONE, W_ENQ, W_FULL, W_RET,
+                              W_RETD)
 from ..errors import InvalidArgument, check_count, check_flag
 from ..ring.kernels import RING_F_SC_DEQ, RING_F_SP_ENQ, RING_HDR_WORDS, ring_init
 from ..shm import Region
@@ -56,17 +58,19 @@ class Distributor:
             raise InvalidArgument(f"the redirection table names worker {int(rss.reta.max())}; "
                                   f"this distributor has {nw} (make the Rss with queues={nw})")
         self.rss = rss
-        self.state = DISTRIB.create({"reta": rss.reta.size, "slots": nw * size}, shared=shared,
+        self.state = DISTRIB.create({"reta": rss.reta.size, "slots": nw * size,
+                                     "rslots": nw * size}, shared=shared,
                                     name="pktbuf-distributor")
         d = self.state
         d.lut[:] = rss.table
         d.reta[:] = rss.reta
         for w in range(nw):
-            rc = ring_init(d.hdr[w * RING_HDR_WORDS:(w + 1) * RING_HDR_WORDS],
-                           d.slots[w * size:(w + 1) * size], size - 1,
-                           RING_F_SP_ENQ | RING_F_SC_DEQ)
-            if rc != 0:  # pragma: no cover - arguments were validated above
-                raise InvalidArgument(f"ring_init failed ({rc})")
+            for hdr, slots in ((d.hdr, d.slots), (d.rhdr, d.rslots)):
+                rc = ring_init(hdr[w * RING_HDR_WORDS:(w + 1) * RING_HDR_WORDS],
+                               slots[w * size:(w + 1) * size], size - 1,
+                               RING_F_SP_ENQ | RING_F_SC_DEQ)
+                if rc != 0:  # pragma: no cover - arguments were validated above
+                    raise InvalidArgument(f"ring_init failed ({rc})")
         d.cfg[D_WORKERS] = nw
         d.cfg[D_RING_SIZE] = size
         d.cfg[D_HASH] = 0 if use_mbuf_hash else 1
@@ -120,7 +124,8 @@ class Distributor:
         cfg = st.cfg
         nw, size = int(cfg[D_WORKERS]), int(cfg[D_RING_SIZE])
         if (int(cfg[D_MAGIC]) != MAGIC or not 1 <= nw <= MAX_WORKERS or size < 2
-                or size & (size - 1) or st.slots.size != nw * size or st.reta.size < 1
+                or size & (size - 1) or st.slots.size != nw * size
+                or st.rslots.size != nw * size or st.reta.size < 1
                 or st.reta.size & (st.reta.size - 1) or int(st.reta.max()) >= nw):
             raise InvalidArgument(f"fd {fd} does not hold a valid distributor")
         self = cls.__new__(cls)
@@ -167,6 +172,26 @@ class Distributor:
         distributor_worker_done(self.state, self._worker(worker),
                                 check_count(n, "n", lo=0, hi=1 << 40))
 
+    def return_burst(self, worker: int, mbufs) -> int:
+        """Worker ``worker`` hands ``mbufs`` (int32 handles) back to the distributing side
+        (``returned()``), as a pipeline's way to its Tx stage; returns ``k``: ``mbufs[:k]``
+        went, the rest are still the worker's (its return ring was full)."""
+        self._open()
+        w = self._worker(worker)
+        a = self.domain.handles(mbufs, "mbufs")
+        if (a == -1).any():
+            raise InvalidArgument("mbufs holds a NULL handle (-1)")
+        Rss._check(self._dom, a)
+        return int(distributor_return_burst(self.state, w, a, a.size))
+
+    def returned(self, n: int = 32) -> np.ndarray:
+        """The distributing side: up to ``n`` packets the workers handed back (every worker's
+        return ring in turn)."""
+        self._open()
+        n = check_count(n, "n", lo=0, hi=1 << 20)
+        out = np.empty(n, np.int32)
+        return out[:int(distributor_returned_pkts(self.state, out, n))]
+
     def pending(self, worker: int) -> int:
         """Packets waiting in ``worker``'s ring."""
         return int(distributor_ring_count(self.state, self._worker(worker)))
@@ -174,12 +199,25 @@ class Distributor:
     def stats(self) -> list[dict]:
         """Per worker: ``enqueued`` (handed to its ring), ``ring_full`` (refused, left with
         the caller), ``dequeued`` (taken by the worker), ``done`` (finished with, as the worker
-        reports), ``in_hand`` (dequeued - done), ``pending`` (in the ring now)."""
+        reports, returned ones included), ``in_hand`` (dequeued - done), ``pending`` (in the
+        ring now), ``returned`` (handed back by the worker), ``collected`` (of those, taken by
+        the distributing side)."""
         st, wst = self.state.st, self.state.wst
         return [{"enqueued": int(st[w, W_ENQ]), "ring_full": int(st[w, W_FULL]),
                  "dequeued": int(wst[w, W_DEQ]), "done": int(wst[w, W_DONE]),
+                 "returned": int(wst[w, W_RET]), "collected": int(st[w, W_RETD]),
                  "in_hand": int(wst[w, W_DEQ] - wst[w, W_DONE]), "pending": self.pending(w)}
                 for w in range(self.workers)]
+
+    # -- stopping the workers ---------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Tell the workers to finish (a word they read with :attr:`stop_requested`)."""
+        self._open()
+        self.state.cfg[D_STOP] = 1
+
+    @property
+    def stop_requested(self) -> bool:
+        return bool(self.state.cfg[D_STOP])
 
     # -- a worker that died --------------------------------------------------------------------
     def retire(self, worker: int) -> None:
@@ -224,10 +262,16 @@ class Distributor:
 
     # -- teardown ---------------------------------------------------------------------------------
     def drain(self) -> int:
-        """Free every packet still in the workers' rings (call when no worker runs any
-        more); returns how many."""
+        """Free every packet still in the workers' rings and in their return rings (call when
+        no worker runs any more); returns how many."""
         self._open()
-        return sum(self.reclaim(w) for w in range(self.workers))
+        n = sum(self.reclaim(w) for w in range(self.workers))
+        while True:
+            got = self.returned(256)
+            if got.size == 0:
+                return n
+            self.domain.free_bulk(got)
+            n += got.size
 
     def close(self) -> None:
         """Drain the rings (their packets go back to their pools) and release the memory."""

@@ -1,11 +1,13 @@
-"""Distributor kernels: ``distributor_burst`` on the Rx side, ``distributor_worker_burst`` in
-each worker.
+"""Distributor kernels: ``distributor_burst`` and ``distributor_returned_pkts`` on the
+distributing side, ``distributor_worker_burst`` and ``distributor_return_burst`` in each worker.
 
 ::
 
     k = distributor_burst(dom, d, pkts, n)          # pkts[:k] now in the workers' rings;
                                                     # pkts[k:n] refused (a ring was full), yours
     m = distributor_worker_burst(d, w, out, 32)     # worker w: out[:m] are its packets
+    r = distributor_return_burst(d, w, out, m)      # worker w: out[:r] handed back
+    t = distributor_returned_pkts(d, pkts, 32)      # the distributor: pkts[:t] came back
 
 Each packet goes to worker ``reta[hash & (size - 1)]``: its RSS hash computed here (Toeplitz
 over the IPv4/IPv6 + TCP/UDP tuple, :mod:`pktbuf.rss`) or, when the distributor was made to
@@ -25,10 +27,10 @@ from ..ring.kernels import (RING_HDR_WORDS, RING_QUEUE_VARIABLE, ring_count_at, 
                             ring_do_enqueue)
 from ..rss.tuple import RX_RSS_HASH, rss_hash_bulk
 from .layout import (BURST_MAX, D_HASH, D_L4, D_RING_SIZE, D_WORKERS, W_DEQ, W_DONE, W_ENQ,
-                     W_FULL)
+                     W_FULL, W_RET, W_RETD)
 
 __all__ = ["distributor_burst", "distributor_worker_burst", "distributor_worker_done",
-           "distributor_ring_count"]
+           "distributor_return_burst", "distributor_returned_pkts", "distributor_ring_count"]
 
 
 _VAR = np.int64(RING_QUEUE_VARIABLE)
@@ -138,6 +140,52 @@ def distributor_worker_done(d, w, n):
         return -22
     d.wst[w, W_DONE] += n
     return 0
+
+
+@kernel
+def distributor_return_burst(d, w, pkts, n):
+    """Worker ``w``: hand ``pkts[:n]`` back to the distributor through its return ring (a
+    pipeline's way back to the Tx stage); returns how many it took (the rest are still the
+    worker's: the ring was full).  What it took counts as done.  0 for a worker id it does
+    not have."""
+    if w < 0 or w >= d.cfg[D_WORKERS]:
+        return 0
+    if n > pkts.size:
+        n = pkts.size
+    if n <= 0:
+        return 0
+    k = ring_do_enqueue(d.rhdr, w * RING_HDR_WORDS, d.rslots, w * d.cfg[D_RING_SIZE], pkts,
+                        np.int64(0), n, _VAR, _SINGLE)
+    d.wst[w, W_RET] += k
+    d.wst[w, W_DONE] += k
+    return k
+
+
+@kernel
+def distributor_returned_pkts(d, out, n):
+    """The distributor: take up to ``n`` packets the workers handed back into ``out[:n]``,
+    reading the return rings round robin from where the last call stopped (so no worker's
+    returns wait behind another's); returns the count."""
+    if n > out.size:
+        n = out.size
+    nw = d.cfg[D_WORKERS]
+    size = d.cfg[D_RING_SIZE]
+    got = np.int64(0)
+    w = d.rr[0]
+    if w < 0 or w >= nw:
+        w = 0
+    for _ in range(nw):
+        if got >= n:
+            break
+        k = ring_do_dequeue(d.rhdr, w * RING_HDR_WORDS, d.rslots, w * size, out, got,
+                            n - got, _VAR, _SINGLE)
+        d.st[w, W_RETD] += k
+        got += k
+        w += 1
+        if w == nw:
+            w = 0
+    d.rr[0] = w
+    return got
 
 
 @kernel

@@ -31,3 +31,20 @@ def burst(packets, hashes, reta, free_slots):
         else:
             refused.append(p)
     return taken, refused, room
+
+
+def returned(queues, start, n):
+    """One ``distributor_returned_pkts``: ``queues[w]`` the packets in worker ``w``'s return
+    ring (oldest first, consumed here), reading from worker ``start`` on, each ring as far as
+    it goes, until ``n``.  Returns (the packets in the order taken, the next start)."""
+    nw = len(queues)
+    out = []
+    w = start
+    for _ in range(nw):
+        if len(out) >= n:
+            break
+        k = min(n - len(out), len(queues[w]))
+        out += queues[w][:k]
+        del queues[w][:k]
+        w = (w + 1) % nw
+    return out, w
