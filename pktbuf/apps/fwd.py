@@ -67,6 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="N worker processes, each pinned and owning its own queues (AF_PACKET: "
                          "one fanout group; '{worker}' in a device string: the worker's "
                          "number); 0: forward in this process")
+    ap.add_argument("--distributor", action="store_true",
+                    help="with --workers: this process receives and transmits, the workers "
+                         "are fed by the software distributor (flows by RSS hash; for ports "
+                         "with one queue)")
+    ap.add_argument("--symmetric", action="store_true",
+                    help="--distributor: the symmetric RSS key (both directions of a flow "
+                         "to one worker)")
+    ap.add_argument("--dist-ring-size", type=int, default=1024, metavar="N",
+                    help="--distributor: slots of each worker's ring (a power of two)")
     return ap
 
 
@@ -75,10 +84,12 @@ class Forwarder:
 
     ``vdevs``: device strings, or callables ``f(pool, port_id) -> port`` for port objects
     built in Python (``lambda pool, pid: RingPort(rx, tx, pool=pool, port_id=pid)``).
+    ``pool``: the mbuf pool to use (default: one of ``nb_mbufs`` made here, and closed with
+    the forwarder).
     """
 
     def __init__(self, vdevs, mode="io", *, burst=32, txpkts=64, nb_mbufs=16384,
-                 mbuf_size=2176, peers=None, record_cycles=False):
+                 mbuf_size=2176, peers=None, record_cycles=False, pool=None):
         from ..api.ethdev import Ports
         from ..api.pools import PktmbufPool
         from ..errors import InvalidArgument
@@ -91,7 +102,9 @@ class Forwarder:
         self.mode = mode
         self.burst = burst
         self.record_cycles = bool(record_cycles)
-        self.pool = PktmbufPool(nb_mbufs, 250, data_room=mbuf_size, name="fwd")
+        self._own_pool = pool is None
+        self.pool = PktmbufPool(nb_mbufs, 250, data_room=mbuf_size, name="fwd") \
+            if pool is None else pool
         self.ports = Ports(self.pool)
         try:
             for v in vdevs:
@@ -146,11 +159,12 @@ class Forwarder:
         return out
 
     def close(self) -> int:
-        """Close the ports and the pool; returns the mbufs that were still in use before the
-        pool closed (0 when every mbuf came back)."""
+        """Close the ports and the pool (unless it was given: its owner closes it); returns the
+        mbufs that were still in use before the pool closed (0 when every mbuf came back)."""
         self.ports.close()
         in_use = int(self.pool.in_use_count)
-        self.pool.close(force=True)
+        if self._own_pool:
+            self.pool.close(force=True)
         return in_use
 
 
@@ -191,10 +205,16 @@ def main(argv=None) -> int:
     except ValueError:
         print("pktbuf fwd: --eth-peer takes N,XX:XX:XX:XX:XX:XX", file=sys.stderr)
         return 2
+    if a.distributor and not a.workers:
+        print("pktbuf fwd: --distributor needs --workers N", file=sys.stderr)
+        return 2
     if a.workers:
         if not 1 <= a.workers <= 64:
             print("pktbuf fwd: --workers takes 1 .. 64", file=sys.stderr)
             return 2
+        if a.distributor:
+            from .fwd_distrib import main_distrib
+            return main_distrib(a, peers)
         from .fwd_workers import main_workers
         return main_workers(a, peers)
     try:
