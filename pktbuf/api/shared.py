@@ -8,8 +8,9 @@ that no other attached process holds, and find pools and rings by name.  See
 and what :meth:`SharedDomain.reap` reports about a dead one.
 
 The header (a small memfd next to the domain's tables), the socket the primary serves it on and
-the registry of named pools and rings are in :mod:`pktbuf.api.shared_header`; peer liveness,
-reaping and reclaim, with :class:`PeerReport`, in :mod:`pktbuf.api.shared_peers`.
+the registry of named pools and rings are in :mod:`pktbuf.api.shared_header`; the lcore
+table in :mod:`pktbuf.api.shared_lcores`; peer liveness, reaping and reclaim, with
+:class:`PeerReport`, in :mod:`pktbuf.api.shared_peers`.
 """
 from __future__ import annotations
 
@@ -20,28 +21,26 @@ import threading
 
 import numpy as np
 
-from ..errors import (Busy, InvalidArgument, LayoutMismatch, LcoreBusy, NoSuchDomain, PeerDied,
-                      check_count)
-from ..lcore import LCORE_ANY, MAX_LCORE, bind, held_lcores, set_auto_floor
+from ..errors import Busy, InvalidArgument, LayoutMismatch, NoSuchDomain, check_count
+from ..lcore import LCORE_ANY, MAX_LCORE, set_auto_floor
 from ..mempool import kernels as MK
-from ..mempool.layout import (DOMAIN, MAX_POOLS, POOL_F_USED, STAT_GET_SUCCESS_OBJS, STAT_PUT_OBJS,
-                              STAT_WORDS)
+from ..mempool.layout import DOMAIN, MAX_POOLS, POOL_F_USED
 from ..mempool.peers import slot_cas, slot_load, slot_store
 from ..shm import Region, Window
 from .domain import Domain
 from .pools import Mempool, PktmbufPool
 from .ring import Ring
 from .shared_header import (E_FREE, E_LIVE, HDR_WORDS, HEADER_SIZE, K_POOL, K_RING, K_TABLES,
-                            LAYOUT_VERSION, LC_OWNER, LC_START, LC_WORDS, MAGIC, MAX_ENTRIES,
-                            ST_CLOSED, ST_LIVE, W_BASE, W_DOMSIG, W_MAGIC, W_PRIMARY,
-                            W_PRIMARY_START, W_STATE, W_VERSION, W_WSIZE, _HeaderChannel,
-                            _sock_addr)
+                            LAYOUT_VERSION, LC_WORDS, MAGIC, MAX_ENTRIES, ST_CLOSED, ST_LIVE,
+                            W_BASE, W_DOMSIG, W_MAGIC, W_PRIMARY, W_PRIMARY_START, W_STATE,
+                            W_VERSION, W_WSIZE, _HeaderChannel, _sock_addr)
+from .shared_lcores import _LcoreTable
 from .shared_peers import PeerReport, _PeerWatch, _alive, _starttime
 
 __all__ = ["SharedDomain", "PeerReport", "LAYOUT_VERSION"]
 
 
-class SharedDomain(_HeaderChannel, _PeerWatch):
+class SharedDomain(_HeaderChannel, _LcoreTable, _PeerWatch):
     """A :class:`~pktbuf.Domain` in shared memory, created by one process and attached to by
     others.
 
@@ -305,67 +304,6 @@ class SharedDomain(_HeaderChannel, _PeerWatch):
                 if o is pool:
                     self._ent[i]["state"] = E_FREE
                     del self._objs[i]
-
-    # -- lcores ----------------------------------------------------------------------------
-    def _owners(self) -> list[tuple[int, int]]:
-        """(pid, lcore) of every claimed lcore (a pid < 0 is being reaped)."""
-        out = []
-        for lc in range(MAX_LCORE):
-            o = int(slot_load(self._lct, lc * LC_WORDS + LC_OWNER))
-            if o:
-                out.append((o, lc))
-        return out
-
-    def _claim_one(self, lc: int) -> bool:
-        """Claim ``lc`` for this process; False if taken (raises for a dead owner only
-        when asked for ``lc`` explicitly, by the caller)."""
-        idx = lc * LC_WORDS + LC_OWNER
-        old = int(slot_cas(self._lct, idx, 0, self.pid))
-        if old == 0:
-            self._lct[lc * LC_WORDS + LC_START] = _starttime(self.pid) or 0
-            self._lcores.append(lc)
-            # the "held" accounting counts from here: gets minus puts of this row now
-            st = self.domain.state.stats.reshape(MAX_POOLS, MAX_LCORE + 1, STAT_WORDS)
-            self._base[lc, :, 0] = st[:, lc, STAT_GET_SUCCESS_OBJS]
-            self._base[lc, :, 1] = st[:, lc, STAT_PUT_OBJS]
-            return True
-        return old == self.pid
-
-    def _refuse(self, lc: int):
-        o = int(slot_load(self._lct, lc * LC_WORDS + LC_OWNER))
-        if o < 0:
-            raise LcoreBusy(f"lcore {lc} is being reclaimed from dead process {-o}")
-        if o and not _alive(o, int(self._lct[lc * LC_WORDS + LC_START])):
-            raise PeerDied(f"lcore {lc} is held by process {o}, which died without detaching: "
-                           "reap it first (SharedDomain.reap)", pids=[o])
-        raise LcoreBusy(f"lcore {lc} is held by process {o}")
-
-    def _claim_lcores(self, lcore) -> None:
-        try:
-            for lc in held_lcores():          # ids this process's threads use already
-                if not self._claim_one(lc):
-                    self._refuse(lc)
-            if lcore is None:
-                lcore = next((lc for lc in range(MAX_LCORE) if self._claim_one(lc)), None)
-                if lcore is None:
-                    raise LcoreBusy(f"all {MAX_LCORE} lcores of the domain are held")
-            elif not self._claim_one(lcore):
-                self._refuse(lcore)
-            self._floor = set_auto_floor(MAX_LCORE)   # no more automatic ids here
-            self._binding = bind(lcore)
-            self.lcore = lcore
-        except BaseException:
-            self._release_lcores()
-            raise
-
-    def _release_lcores(self) -> None:
-        for lc in self._lcores:
-            slot_cas(self._lct, lc * LC_WORDS + LC_OWNER, self.pid, 0)
-        self._lcores = []
-
-    def lcores(self) -> dict:
-        """``{lcore: pid}`` of every claimed lcore id (a negative pid is being reaped)."""
-        return {lc: p for p, lc in self._owners()}
 
     # -- workers ---------------------------------------------------------------------------
     def warm(self, extra=None) -> None:
