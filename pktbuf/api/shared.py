@@ -7,14 +7,14 @@ that no other attached process holds, and find pools and rings by name.  See
 ``docs/multiprocess.md`` for the design, the windows a killed process cannot be survived in,
 and what :meth:`SharedDomain.reap` reports about a dead one.
 
-The header (a small memfd next to the domain's tables), the socket the primary serves it on and
-the registry of named pools and rings are in :mod:`pktbuf.api.shared_header`; the lcore
-table in :mod:`pktbuf.api.shared_lcores`; peer liveness, reaping and reclaim, with
-:class:`PeerReport`, in :mod:`pktbuf.api.shared_peers`.
+This module holds the class, its creation, attachment, detach and close, and the pools and
+rings by name.  The rest it inherits: the header's layout, the socket that serves it and the
+registry (:mod:`pktbuf.api.shared_header`), the lcore table (:mod:`pktbuf.api.shared_lcores`),
+peer liveness, reaping and reclaim (:mod:`pktbuf.api.shared_peers`, with :class:`PeerReport`)
+and warming and spawning workers (:mod:`pktbuf.api.shared_workers`).
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import socket
 import threading
@@ -25,22 +25,22 @@ from ..errors import Busy, InvalidArgument, LayoutMismatch, NoSuchDomain, check_
 from ..lcore import LCORE_ANY, MAX_LCORE, set_auto_floor
 from ..mempool import kernels as MK
 from ..mempool.layout import DOMAIN, MAX_POOLS, POOL_F_USED
-from ..mempool.peers import slot_cas, slot_load, slot_store
 from ..shm import Region, Window
 from .domain import Domain
 from .pools import Mempool, PktmbufPool
 from .ring import Ring
 from .shared_header import (E_FREE, E_LIVE, HDR_WORDS, HEADER_SIZE, K_POOL, K_RING, K_TABLES,
-                            LAYOUT_VERSION, LC_WORDS, MAGIC, MAX_ENTRIES, ST_CLOSED, ST_LIVE,
-                            W_BASE, W_DOMSIG, W_MAGIC, W_PRIMARY, W_PRIMARY_START, W_STATE,
-                            W_VERSION, W_WSIZE, _HeaderChannel, _sock_addr)
+                            LAYOUT_VERSION, MAGIC, MAX_ENTRIES, ST_CLOSED, ST_LIVE, W_BASE,
+                            W_DOMSIG, W_MAGIC, W_PRIMARY, W_PRIMARY_START, W_STATE, W_VERSION,
+                            W_WSIZE, _HeaderChannel, _sock_addr)
 from .shared_lcores import _LcoreTable
 from .shared_peers import PeerReport, _PeerWatch, _alive, _starttime
+from .shared_workers import _Workers
 
 __all__ = ["SharedDomain", "PeerReport", "LAYOUT_VERSION"]
 
 
-class SharedDomain(_HeaderChannel, _LcoreTable, _PeerWatch):
+class SharedDomain(_HeaderChannel, _LcoreTable, _PeerWatch, _Workers):
     """A :class:`~pktbuf.Domain` in shared memory, created by one process and attached to by
     others.
 
@@ -305,33 +305,6 @@ class SharedDomain(_HeaderChannel, _LcoreTable, _PeerWatch):
                     self._ent[i]["state"] = E_FREE
                     del self._objs[i]
 
-    # -- workers ---------------------------------------------------------------------------
-    def warm(self, extra=None) -> None:
-        """Compile (or load from the cache) the kernels that attached processes use, here,
-        before starting them: several processes compiling the same cached function at once can
-        corrupt Numba's cache.  ``extra`` (a callable) warms the workers' own kernels.
-        :meth:`spawn` calls it."""
-        if not self._warmed:
-            _warm_kernels()
-            self._warmed = True
-        if extra is not None:
-            extra()
-
-    def spawn(self, target, args=(), *, lcore: int | None = None, warm=None,
-              daemon: bool = True):
-        """Start ``target(sd, *args)`` in a new process (multiprocessing's ``spawn`` method)
-        attached to this domain, with ``lcore`` (default: the lowest free id); it detaches
-        when ``target`` returns or raises.  Warms the kernels first (:meth:`warm`; ``warm``
-        is passed on as ``extra``).  ``target`` must be picklable (a module-level function).
-        Returns the started ``multiprocessing.Process``."""
-        self._open()
-        self.warm(warm)
-        ctx = multiprocessing.get_context("spawn")
-        p = ctx.Process(target=_worker_main, args=(self.name, lcore, target, tuple(args)),
-                        daemon=daemon, name=f"pktbuf-worker-{self.name}")
-        p.start()
-        return p
-
     @property
     def header_fd(self) -> int:
         """The header memfd: pass it to a process that attaches with ``attach(fd=...)``."""
@@ -427,41 +400,3 @@ class SharedDomain(_HeaderChannel, _LcoreTable, _PeerWatch):
         role = "primary" if self.primary else "secondary"
         state = "closed" if self._closed else f"lcore={self.lcore}"
         return f"SharedDomain({self.name!r}, {role}, {state})"
-
-
-def _worker_main(name, lcore, target, args):
-    sd = SharedDomain.attach(name, lcore=lcore)
-    try:
-        return target(sd, *args)
-    finally:
-        sd.detach()
-
-
-def _warm_kernels() -> None:
-    """Run each facade path a worker uses once, on a small private domain."""
-    d = Domain(max_objects=4096, max_ring_slots=8192, max_data_bytes=1 << 22)
-    pool = PktmbufPool(64, 8, domain=d, name="warm")
-    mp = Mempool(16, 64, 4, domain=d, name="warm-objs")
-    try:
-        for lc in (1, LCORE_ANY):
-            h = pool.alloc_bulk(12, lcore=lc)
-            pool.free_bulk(h, lcore=lc)
-            o = mp.get_bulk(6, lcore=lc)
-            mp.put_bulk(o, lcore=lc)
-        m = pool.alloc(lcore=1)
-        m.append_bytes(b"x")
-        m.tobytes()
-        pool.free_bulk([m.handle], lcore=1)
-        pool.cache_flush(1)
-        pool.audit(), pool.avail_count, pool.in_use_count
-        mp.audit()
-        r = Ring(16, shared=True)
-        a = np.arange(4, dtype=np.int32)
-        r.enqueue_bulk(a), r.enqueue_burst(a), r.dequeue_bulk(4), r.dequeue_burst(8)
-        len(r), r.free_count
-        r.close()
-        t = np.zeros(LC_WORDS, np.int64)
-        slot_cas(t, 0, 0, 1), slot_load(t, 0), slot_store(t, 0, 0)
-    finally:
-        mp.close(force=True)
-        pool.close(force=True)
