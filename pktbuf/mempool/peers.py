@@ -2,8 +2,8 @@
 processes (lcore ids, registry entries) with a compare-and-swap on shared memory.
 
 The tables themselves are plain int64 arrays in the shared domain's header (see
-:mod:`pktbuf.api.shared`); a slot holds the pid of its owner, 0 when free, ``-pid`` while a
-peer reclaims what a dead owner left.
+:mod:`pktbuf.api.shared_header`); a slot holds the pid of its owner, 0 when free, ``-pid``
+while a peer reclaims what a dead owner left.
 """
 from __future__ import annotations
 
