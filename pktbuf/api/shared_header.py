@@ -99,9 +99,12 @@ class _HeaderChannel:
 
     # -- the fd channel --------------------------------------------------------------------
     def _serve(self):
+        listener = self._listener           # close() sets the attribute to None
+        if listener is None:
+            return
         while True:
             try:
-                conn, _ = self._listener.accept()
+                conn, _ = listener.accept()
             except OSError:
                 return                      # closed
             conn.settimeout(5.0)
