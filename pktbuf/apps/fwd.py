@@ -16,6 +16,10 @@ port) forwards to itself.  It stops on Ctrl-C (or SIGTERM), after ``--seconds N`
 every Rx port has reached its end (a capture file without looping), then prints testpmd's
 forward statistics (``--json``: one JSON object per line instead: ``stats`` events and a final
 ``summary``) and closes every port: every mbuf goes back to the pool.
+
+``--workers N`` runs N worker processes, each owning its own queues
+(:mod:`pktbuf.apps.fwd_workers`); with ``--distributor`` this process receives and transmits
+and the workers are fed by the software distributor (:mod:`pktbuf.apps.fwd_distrib`).
 """
 from __future__ import annotations
 
