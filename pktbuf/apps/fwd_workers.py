@@ -13,6 +13,15 @@ takes only its own packets with it and the others keep forwarding.  How a port i
   here unless the device string gives ``fanout_id``; ``fanout_mode`` as given, default
   ``hash``): the kernel spreads the interface's traffic over the workers by its flow hash, so
   a flow stays on one worker.
+* ``net_af_xdp``: worker ``w`` owns queue ``start_queue + w`` (``queue_count`` other than 1 is
+  refused, and so is an interface with fewer than ``start_queue + N`` Rx queues).  Only one XDP
+  program can be attached to an interface, so the parent attaches it before anything starts
+  (:class:`~pktbuf.api.af_xdp.SharedXdpProgram`, an XSKMAP entry per queue) and each worker's
+  port joins it with ``xsk_map=<parent pid>:<map fd>`` (``pidfd_getfd``), putting its socket
+  at its queue's key.  The program goes with the parent's BPF link (at the end, or when the
+  parent is killed; nothing is pinned); a worker that dies leaves the map with its socket (the
+  kernel removes it), and its queue's frames then go on to the kernel's stack.  The NIC's RSS
+  decides which queue, so which worker, a flow goes to.
 * ``{worker}`` in a device string is replaced by the worker's number, which gives each worker
   its own capture files (``tx_pcap=out-{worker}.pcap``), memif sockets or ids.  A ``net_pcap``
   or ``net_memif`` port without it would have every worker read or write the same file or
@@ -23,7 +32,7 @@ compiles the loop and closes them), so the workers only load compiled code.  It 
 them: statistics per worker and summed per port (the telemetry socket shows each worker as one
 queue of the port), a worker that dies is reported with its exit status while the rest go on,
 and at the end each worker closes its ports and reports how many of its mbufs were not
-returned.
+returned and what its pool's audit counted.  A worker whose parent is gone stops by itself.
 """
 from __future__ import annotations
 
