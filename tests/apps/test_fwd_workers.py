@@ -313,3 +313,37 @@ def test_af_xdp_more_workers_than_queues_is_refused(ns2):
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert r.returncode == 1 and why in r.stderr, r.stderr
         assert xdp_attached(ns2) is None
+
+
+def _ended(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def test_af_xdp_parent_killed_takes_the_program_and_the_workers_stop(ns2):
+    """kill -9 of the parent: its BPF link closes, so the shared program is detached (nothing
+    pinned stays behind), and the workers, whose parent is gone, stop by themselves."""
+    ns = ns2
+    p, ev = _start(ns, ["--workers", "2", "--vdev", "net_af_xdp0,iface=veth0",
+                        "--forward-mode", "rxonly", "--stats-period", "0.2",
+                        "--no-telemetry"])
+    try:
+        assert xdp_attached(ns) is not None
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        end = time.monotonic() + 30
+        while xdp_attached(ns) is not None and time.monotonic() < end:
+            time.sleep(0.02)
+        assert xdp_attached(ns) is None
+        while not all(_ended(pid) for pid in ev["worker_pids"]) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert all(_ended(pid) for pid in ev["worker_pids"])
+    finally:
+        if p.poll() is None:
+            p.kill()
+        for pid in ev["worker_pids"]:
+            if not _ended(pid):
+                os.kill(pid, signal.SIGKILL)
