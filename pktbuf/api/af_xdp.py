@@ -15,11 +15,21 @@ attached with a BPF link (:mod:`.xdp_prog`), so it is gone when the port closes 
 dies.  Device arguments are DPDK 22.11's (``iface``, ``start_queue``, ``queue_count``,
 ``force_copy``, ``busy_budget``; ``shared_umem`` and ``xdp_prog`` are refused); see
 docs/af_xdp.md for what the kernel needs and refuses.
+
+Only one XDP program can be attached to an interface, so processes that each own some of its
+queues (``pktbuf fwd --workers N``) share one: a :class:`SharedXdpProgram` loads and attaches
+it with an XSKMAP entry per queue, and each process opens its port with
+``xsk_map=<owner pid>:<map fd>`` (pktbuf's device argument): the port takes a duplicate of
+the map's fd (``pidfd_getfd``) and puts its own sockets at its queues' keys instead of
+attaching a program.  The program lives as long as the owner's link; a socket leaves the map
+when it is closed (by the kernel, also when its process dies), and that queue's frames then go
+on to the kernel's stack (``XDP_PASS``).
 """
 from __future__ import annotations
 
 import errno
 import mmap
+import os
 import socket
 import time
 
@@ -42,16 +52,16 @@ from ..ethdev.layout import K_AF_XDP
 from ..lcore import facade_lcore
 from ..shm import page_round
 from .af_packet import _int_arg
-from .netif import InterfacePort, if_index, if_mac, if_mtu
+from .netif import InterfacePort, if_index, if_mac, if_mtu, if_rx_queues
 from .port import Port, arg_bool, arg_int, check_devargs
-from .xdp_prog import XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, XdpProgram
+from .xdp_prog import XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, XdpProgram, XskMap
 from .xsk import XDP_COPY, XDP_USE_NEED_WAKEUP, XDP_ZEROCOPY, Xsk, xsk_error
 
-__all__ = ["AfXdpPort"]
+__all__ = ["AfXdpPort", "SharedXdpProgram", "parse_xsk_map"]
 
 DRIVER = "net_af_xdp"
 ACCEPTED = ("iface", "start_queue", "queue_count", "force_copy", "busy_budget",
-            "rx_coalesce_us")
+            "rx_coalesce_us", "xsk_map")
 REFUSED = {"shared_umem": "each pktbuf socket registers the pool's region itself",
            "xdp_prog": "pktbuf loads its own redirect program (no ELF loader)"}
 PAGE = mmap.PAGESIZE
@@ -65,6 +75,134 @@ BIND_RETRY_S = 1.0
 
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
+
+
+def parse_xsk_map(value) -> tuple[int, int]:
+    """``"<pid>:<fd>"`` -> ``(pid, fd)``; ``InvalidArgument`` for anything else."""
+    d = DRIVER
+    if isinstance(value, tuple) and len(value) == 2:
+        pid, fd = value
+    elif isinstance(value, str) and value.count(":") == 1:
+        a, b = value.split(":")
+        if not (a.isdigit() and b.isdigit()):
+            raise InvalidArgument(f"{d}: xsk_map={value!r} is not <owner pid>:<map fd>")
+        pid, fd = int(a), int(b)
+    else:
+        raise InvalidArgument(f"{d}: xsk_map={value!r} is not <owner pid>:<map fd>")
+    pid = _int_arg(d, "xsk_map pid", pid, 1, (1 << 22))
+    fd = _int_arg(d, "xsk_map fd", fd, 0, (1 << 20))
+    return pid, fd
+
+
+def _check_queues(probe, iface: str, first: int, count: int, what: str) -> None:
+    """``InvalidArgument`` unless queues ``first .. first + count - 1`` exist on ``iface``
+    (when its driver says how many it has)."""
+    n = if_rx_queues(probe, iface)
+    if n is not None and first + count > n:
+        want = f"queue {first}" if count == 1 else f"queues {first}..{first + count - 1}"
+        raise InvalidArgument(f"{DRIVER}: {what} needs {want} of {iface!r}, which has only "
+                              f"{n} Rx queue{'s' if n != 1 else ''} (0..{n - 1})")
+
+
+def _attach_program(prog: XdpProgram, ifindex: int, iface: str, mtu: int,
+                    xdp_mode: str) -> str:
+    """Attach ``prog`` to ``iface`` in ``xdp_mode``; the mode it got, or a clear refusal."""
+    d = DRIVER
+    modes = {"auto": [("native", XDP_FLAGS_DRV_MODE), ("generic", XDP_FLAGS_SKB_MODE)],
+             "native": [("native", XDP_FLAGS_DRV_MODE)],
+             "generic": [("generic", XDP_FLAGS_SKB_MODE)]}[xdp_mode]
+    err = None
+    for mode, fl in modes:
+        try:
+            prog.attach(ifindex, fl)
+            return mode
+        except OSError as e:
+            err = e
+            if e.errno == errno.EBUSY:
+                raise Busy(f"{d}: another XDP program is attached to {iface!r} "
+                           "(EBUSY; e.g. through netlink by ip link, libxdp or DPDK, "
+                           "which outlives its process: detach it with `ip link set dev "
+                           f"{iface} xdp off`; or another pktbuf port has it: share it "
+                           "with xsk_map=)") from None
+            if e.errno == errno.ERANGE and mode == "native":
+                continue           # veth: native XDP refuses an MTU over ~3506
+            if mode == "native" and xdp_mode == "auto" and e.errno in (
+                    errno.EOPNOTSUPP, errno.EINVAL):
+                continue
+            break
+    if err.errno == errno.ERANGE:
+        raise InvalidArgument(f"{d}: {iface!r} refuses native XDP at MTU {mtu} "
+                              "for a single-buffer program (ERANGE); use xdp_mode='auto' "
+                              "or 'generic', or a smaller MTU") from None
+    raise xsk_error(err, "BPF_LINK_CREATE (attach the XDP program)", iface)
+
+
+class SharedXdpProgram:
+    """The redirect program of ``iface``, attached by this process for ports that other
+    processes (or this one) open on its queues with ``xsk_map=`` :attr:`xsk_map`.
+
+    ``start_queue``, ``queues``: the queues it is for (each must exist: ``InvalidArgument``
+    otherwise); its XSKMAP has ``start_queue + queues`` entries, all empty until ports put
+    their sockets in.  It stays attached until :meth:`close` or until this process ends, however
+    it ends (a BPF link, nothing pinned).  Open it in the interface's network namespace."""
+
+    def __init__(self, iface: str, queues: int, *, start_queue: int = 0,
+                 xdp_mode: str = "auto"):
+        d = DRIVER
+        if not isinstance(iface, str) or not iface or len(iface.encode()) >= 16 or "/" in iface:
+            raise InvalidArgument(f"{d}: iface={iface!r} is not an interface name "
+                                  "(1 to 15 bytes)")
+        self.start_queue = _int_arg(d, "start_queue", start_queue, 0, 0xFFFF)
+        self.queues = _int_arg(d, "queues", queues, 1, 0xFFFF)
+        if xdp_mode not in XDP_MODES:
+            raise InvalidArgument(f"{d}: xdp_mode={xdp_mode!r}; one of {', '.join(XDP_MODES)}")
+        self.iface = iface
+        self.prog = None
+        self.xdp_mode = None
+        try:
+            probe = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        except OSError as e:
+            raise xsk_error(e, "socket(AF_PACKET) for interface queries", iface) from None
+        try:
+            try:
+                self.ifindex = if_index(probe, iface)
+            except OSError:
+                raise NoSuchInterface(f"{d}: no interface {iface!r} in this network "
+                                      "namespace") from None
+            _check_queues(probe, iface, self.start_queue, self.queues,
+                          f"a shared program for {self.queues} queue(s) from "
+                          f"start_queue={self.start_queue}")
+            mtu = if_mtu(probe, iface)
+        finally:
+            probe.close()
+        self.prog = XdpProgram(self.start_queue + self.queues)
+        try:
+            self.xdp_mode = _attach_program(self.prog, self.ifindex, iface, mtu, xdp_mode)
+        except BaseException:
+            self.close()
+            raise
+        self.pid = os.getpid()
+
+    @property
+    def xsk_map(self) -> str:
+        """The device argument value of the ports that use it: ``<pid>:<map fd>``."""
+        if self.prog is None:
+            raise InvalidArgument(f"{DRIVER}: the shared XDP program of {self.iface!r} "
+                                  "is closed")
+        return f"{self.pid}:{self.prog.map_fd}"
+
+    def close(self) -> None:
+        """Detach the program (the link closes); the ports' sockets stay open but get no
+        more frames."""
+        if self.prog is not None:
+            self.prog.close()
+            self.prog = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 class _Queue:
@@ -109,7 +247,7 @@ class AfXdpPort(InterfacePort, Port):
                  rx_size: int = DEFAULT_DESCS, tx_size: int = DEFAULT_DESCS,
                  fill_size: int = 2 * DEFAULT_DESCS, comp_size: int = DEFAULT_DESCS,
                  rx_frames: int | None = None, rx_coalesce_us: int = 0, rx_batch: int = 32,
-                 name: str = "net_af_xdp0", port_id: int = 0):
+                 xsk_map=None, name: str = "net_af_xdp0", port_id: int = 0):
         from .pools import PktmbufPool
         if not isinstance(pool, PktmbufPool):
             raise InvalidArgument(f"pool must be a PktmbufPool, got {type(pool).__name__}")
@@ -125,6 +263,7 @@ class AfXdpPort(InterfacePort, Port):
         self.rx_batch = _int_arg(d, "rx_batch", rx_batch, 1, RX_MAX_BURST)
         if xdp_mode not in XDP_MODES:
             raise InvalidArgument(f"{d}: xdp_mode={xdp_mode!r}; one of {', '.join(XDP_MODES)}")
+        self.xsk_map_owner = None if xsk_map is None else parse_xsk_map(xsk_map)
         if force_copy and zero_copy:
             raise InvalidArgument(f"{d}: force_copy and zero_copy exclude each other")
         sizes = {}
@@ -153,7 +292,7 @@ class AfXdpPort(InterfacePort, Port):
         self.xdp_mode = None
         self.zero_copy = False
         self._q: list[_Queue] = []
-        self._prog: XdpProgram | None = None
+        self._prog: XdpProgram | XskMap | None = None
         self._probe = None
         self._mtu = 0
         self._mac = bytes(6)
@@ -200,6 +339,8 @@ class AfXdpPort(InterfacePort, Port):
         except OSError:
             raise NoSuchInterface(f"{d}: no interface {self.iface!r} in this network "
                                   "namespace") from None
+        _check_queues(self._probe, self.iface, self.start_queue, queue_count,
+                      f"start_queue={self.start_queue} queue_count={queue_count}")
         self._mtu = if_mtu(self._probe, self.iface)
         self._mac = if_mac(self._probe, self.iface)
         self.chunk, self.umem_headroom, self.rx_data_off = self._geometry(self._mtu)
@@ -290,38 +431,30 @@ class AfXdpPort(InterfacePort, Port):
             time.sleep(0.005)
 
     def _attach(self, xdp_mode: str) -> None:
-        d = DRIVER
+        if self.xsk_map_owner is not None:
+            return self._join(*self.xsk_map_owner)
         nq = self.start_queue + len(self._q)
         self._prog = prog = XdpProgram(nq)
         for i, q in enumerate(self._q):
             prog.set_socket(self.start_queue + i, q.xsk.fd)
-        modes = {"auto": [("native", XDP_FLAGS_DRV_MODE), ("generic", XDP_FLAGS_SKB_MODE)],
-                 "native": [("native", XDP_FLAGS_DRV_MODE)],
-                 "generic": [("generic", XDP_FLAGS_SKB_MODE)]}[xdp_mode]
-        err = None
-        for mode, fl in modes:
+        self.xdp_mode = _attach_program(prog, self.ifindex, self.iface, self._mtu, xdp_mode)
+
+    def _join(self, pid: int, fd: int) -> None:
+        """Put the sockets in process ``pid``'s XSKMAP (fd ``fd``) instead of attaching a
+        program: the program attached there is the one that must redirect to them."""
+        self._prog = m = XskMap.from_process(pid, fd, DRIVER)
+        last = self.start_queue + len(self._q) - 1
+        if last >= m.max_entries:
+            raise InvalidArgument(f"{DRIVER}: xsk_map={pid}:{fd} has {m.max_entries} "
+                                  f"entries (queues 0..{m.max_entries - 1}); queue {last} "
+                                  "does not fit")
+        for i, q in enumerate(self._q):
             try:
-                prog.attach(self.ifindex, fl)
-                self.xdp_mode = mode
-                return
+                m.set_socket(self.start_queue + i, q.xsk.fd)
             except OSError as e:
-                err = e
-                if e.errno == errno.EBUSY:
-                    raise Busy(f"{d}: another XDP program is attached to {self.iface!r} "
-                               "(EBUSY; e.g. through netlink by ip link, libxdp or DPDK, "
-                               "which outlives its process: detach it with `ip link set dev "
-                               f"{self.iface} xdp off`)") from None
-                if e.errno == errno.ERANGE and mode == "native":
-                    continue           # veth: native XDP refuses an MTU over ~3506
-                if mode == "native" and xdp_mode == "auto" and e.errno in (
-                        errno.EOPNOTSUPP, errno.EINVAL):
-                    continue
-                break
-        if err.errno == errno.ERANGE:
-            raise InvalidArgument(f"{d}: {self.iface!r} refuses native XDP at MTU {self._mtu} "
-                                  "for a single-buffer program (ERANGE); use xdp_mode='auto' "
-                                  "or 'generic', or a smaller MTU") from None
-        raise xsk_error(err, "BPF_LINK_CREATE (attach the XDP program)", self.iface)
+                raise xsk_error(e, f"BPF_MAP_UPDATE_ELEM (queue {self.start_queue + i} "
+                                "in the shared XSKMAP)", self.iface) from None
+        self.xdp_mode = "shared"
 
     @classmethod
     def from_devargs(cls, name: str, args, pool, *, port_id: int = 0, **kw) -> "AfXdpPort":
@@ -340,7 +473,7 @@ class AfXdpPort(InterfacePort, Port):
                    force_copy=arg_bool(d, args, "force_copy", False),
                    busy_budget=arg_int(d, args, "busy_budget", 64, 0, 0xFFFF),
                    rx_coalesce_us=arg_int(d, args, "rx_coalesce_us", 0, 0, 1_000_000),
-                   name=name, port_id=port_id, **kw)
+                   xsk_map=args.get("xsk_map"), name=name, port_id=port_id, **kw)
 
     # -- what the port model asks --------------------------------------------------------------
     @property
@@ -445,6 +578,7 @@ class AfXdpPort(InterfacePort, Port):
         i.update(iface=self.iface, ifindex=getattr(self, "ifindex", 0),
                  start_queue=self.start_queue, queue_count=len(self._q),
                  xdp_mode=self.xdp_mode, zero_copy=self.zero_copy,
+                 xsk_map=None if self.xsk_map_owner is None else "%d:%d" % self.xsk_map_owner,
                  bind_flags=self.bind_flags, busy_budget=self.busy_budget,
                  chunk_size=self.chunk, umem_headroom=self.umem_headroom,
                  rx_data_off=self.rx_data_off, rx_frames=self.rx_frames,
@@ -453,6 +587,9 @@ class AfXdpPort(InterfacePort, Port):
 
     def _close(self) -> None:
         self._read_xdp_stats()
+        if isinstance(self._prog, XskMap):  # our entries first: nothing redirected to us now
+            for i in range(len(self._q)):
+                self._prog.clear_socket(self.start_queue + i)
         if self._prog is not None:
             self._prog.close()          # the link first: no frame is redirected from here on
             self._prog = None

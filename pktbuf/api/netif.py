@@ -10,7 +10,8 @@ import fcntl
 import socket
 import struct
 
-__all__ = ["ifreq_ioctl", "if_index", "if_mtu", "if_mac", "if_link", "SIOCGIFINDEX",
+__all__ = ["ifreq_ioctl", "if_index", "if_mtu", "if_mac", "if_link", "if_rx_queues",
+           "SIOCGIFINDEX",
            "InterfacePort"]
 
 SIOCGIFFLAGS = 0x8913
@@ -19,6 +20,7 @@ SIOCGIFHWADDR = 0x8927
 SIOCGIFINDEX = 0x8933
 SIOCETHTOOL = 0x8946
 ETHTOOL_GSET = 1
+ETHTOOL_GCHANNELS = 0x3C
 IFF_UP = 0x1
 IFF_RUNNING = 0x40
 
@@ -55,6 +57,19 @@ def if_speed(sock: socket.socket, iface: str) -> int:
     lo, hi = struct.unpack_from("H", cmd.raw, 12)[0], struct.unpack_from("H", cmd.raw, 28)[0]
     speed = lo | (hi << 16)
     return 0 if speed in (0xFFFFFFFF, 0xFFFF) else speed
+
+
+def if_rx_queues(sock: socket.socket, iface: str) -> int | None:
+    """How many Rx queues ``iface`` has now (``ETHTOOL_GCHANNELS``: its Rx-only plus combined
+    channels; veth: ``real_num_rx_queues``), None when the driver does not say."""
+    cmd = ctypes.create_string_buffer(struct.pack("I", ETHTOOL_GCHANNELS) + bytes(32), 36)
+    try:
+        ifreq_ioctl(sock, SIOCETHTOOL, iface, struct.pack("P", ctypes.addressof(cmd)))
+    except OSError:
+        return None
+    _c, _mr, _mt, _mo, _mc, rx, _tx, _other, combined = struct.unpack("9I", cmd.raw)
+    n = rx + combined
+    return n if n > 0 else None
 
 
 def if_link(sock: socket.socket | None, iface: str) -> dict:

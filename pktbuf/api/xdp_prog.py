@@ -11,6 +11,14 @@ DPDK 22.11 do: the link is a file descriptor, so the program goes away when the 
 it -- or when the process dies, however it dies.  A netlink attachment outlives its owner and
 makes the next attach fail with ``EBUSY``.  The UAPI: ``linux/bpf.h`` (``union bpf_attr``,
 ``struct bpf_insn``, ``struct xdp_md``), ``linux/if_link.h`` (``XDP_FLAGS_*``).
+
+A program can be shared between processes (``pktbuf fwd --workers N``: one interface, one
+program, one queue per worker): its owner keeps the link, program and map; another process
+takes a duplicate of the map's fd with ``pidfd_getfd`` (:meth:`XskMap.from_process`, Linux >=
+5.6, ptrace access to the owner: root, or the same user without Yama restrictions) and puts
+its own sockets in it.  Nothing is pinned in bpffs, so nothing outlives the owner: when it
+exits or is killed the link goes and the program with it, and the other processes' map fds
+point at a map no program uses any more.
 """
 from __future__ import annotations
 
@@ -21,14 +29,16 @@ import struct
 
 from ..errors import InvalidArgument, PermissionDenied, PortError
 
-__all__ = ["XdpProgram", "bpf", "redirect_program", "XDP_FLAGS_SKB_MODE",
-           "XDP_FLAGS_DRV_MODE"]
+__all__ = ["XdpProgram", "XskMap", "bpf", "redirect_program", "map_info", "pidfd_getfd",
+           "XDP_FLAGS_SKB_MODE", "XDP_FLAGS_DRV_MODE"]
 
 SYS_BPF = 321                   # x86_64
+SYS_PIDFD_GETFD = 438
 BPF_MAP_CREATE = 0
 BPF_MAP_UPDATE_ELEM = 2
 BPF_MAP_DELETE_ELEM = 3
 BPF_PROG_LOAD = 5
+BPF_OBJ_GET_INFO_BY_FD = 15
 BPF_LINK_CREATE = 28
 BPF_MAP_TYPE_XSKMAP = 17
 BPF_PROG_TYPE_XDP = 6
@@ -115,17 +125,10 @@ class XdpProgram:
                                                   flags))
 
     def set_socket(self, queue: int, xsk_fd: int) -> None:
-        key = ctypes.c_uint32(queue)
-        val = ctypes.c_uint32(xsk_fd)
-        bpf(BPF_MAP_UPDATE_ELEM, _attr("<IIQQQ", self.map_fd, 0, ctypes.addressof(key),
-                                       ctypes.addressof(val), 0))
+        _map_set(self.map_fd, queue, xsk_fd)
 
     def clear_socket(self, queue: int) -> None:
-        key = ctypes.c_uint32(queue)
-        try:
-            bpf(BPF_MAP_DELETE_ELEM, _attr("<IIQ", self.map_fd, 0, ctypes.addressof(key)))
-        except OSError:
-            pass
+        _map_delete(self.map_fd, queue)
 
     def close(self) -> None:
         for a in ("link_fd", "prog_fd", "map_fd"):
@@ -133,6 +136,97 @@ class XdpProgram:
             if fd >= 0:
                 os.close(fd)
                 setattr(self, a, -1)
+
+
+def _map_set(map_fd: int, queue: int, xsk_fd: int) -> None:
+    key = ctypes.c_uint32(queue)
+    val = ctypes.c_uint32(xsk_fd)
+    bpf(BPF_MAP_UPDATE_ELEM, _attr("<IIQQQ", map_fd, 0, ctypes.addressof(key),
+                                   ctypes.addressof(val), 0))
+
+
+def _map_delete(map_fd: int, queue: int) -> None:
+    key = ctypes.c_uint32(queue)
+    try:
+        bpf(BPF_MAP_DELETE_ELEM, _attr("<IIQ", map_fd, 0, ctypes.addressof(key)))
+    except OSError:
+        pass                    # not there (its socket closed, or never set)
+
+
+def pidfd_getfd(pid: int, fd: int) -> int:
+    """A duplicate, in this process, of fd ``fd`` of process ``pid`` (``pidfd_open`` +
+    ``pidfd_getfd``); ``OSError`` on failure (``ESRCH``: no such process, ``EBADF``: no such
+    fd, ``EPERM``: no ptrace access to it)."""
+    pfd = os.pidfd_open(pid)
+    try:
+        r = _libc.syscall(ctypes.c_long(SYS_PIDFD_GETFD), ctypes.c_int(pfd), ctypes.c_int(fd),
+                          ctypes.c_uint(0))
+        if r < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        return int(r)
+    finally:
+        os.close(pfd)
+
+
+def map_info(fd: int) -> dict:
+    """``BPF_OBJ_GET_INFO_BY_FD`` of a map: ``type``, ``id``, ``key_size``, ``value_size``,
+    ``max_entries``; ``OSError`` (``EINVAL``) when ``fd`` is not a BPF object."""
+    info = ctypes.create_string_buffer(88)
+    bpf(BPF_OBJ_GET_INFO_BY_FD, _attr("<IIQ", fd, len(info), ctypes.addressof(info)))
+    t, i, ks, vs, me = struct.unpack_from("<IIIII", info.raw, 0)
+    return {"type": t, "id": i, "key_size": ks, "value_size": vs, "max_entries": me}
+
+
+class XskMap:
+    """Another process's XSKMAP, through a duplicate of its fd (see the module docstring).
+
+    ``from_process(pid, fd)`` checks what it got: a BPF map of type XSKMAP, 4-byte keys and
+    values; :meth:`set_socket` / :meth:`clear_socket` as :class:`XdpProgram`'s."""
+
+    def __init__(self, map_fd: int, max_entries: int, owner: int):
+        self.map_fd = map_fd
+        self.max_entries = max_entries
+        self.owner = owner
+
+    @classmethod
+    def from_process(cls, pid: int, fd: int, what: str = "net_af_xdp") -> "XskMap":
+        w = f"{what}: xsk_map={pid}:{fd}"
+        try:
+            mfd = pidfd_getfd(pid, fd)
+        except OSError as e:
+            if e.errno == errno.ESRCH:
+                raise InvalidArgument(f"{w}: there is no process {pid}") from None
+            if e.errno == errno.EBADF:
+                raise InvalidArgument(f"{w}: process {pid} has no fd {fd}") from None
+            if e.errno in (errno.EPERM, errno.EACCES):
+                raise PermissionDenied(f"{w}: no access to process {pid}'s fds "
+                                       "(pidfd_getfd needs ptrace access: root or "
+                                       "CAP_SYS_PTRACE)") from None
+            raise PortError(f"{w}: pidfd_getfd: {e.strerror}") from None
+        try:
+            info = map_info(mfd)
+        except OSError:
+            os.close(mfd)
+            raise InvalidArgument(f"{w}: fd {fd} of process {pid} is not a BPF map") from None
+        if (info["type"], info["key_size"], info["value_size"]) != (BPF_MAP_TYPE_XSKMAP, 4, 4):
+            os.close(mfd)
+            raise InvalidArgument(f"{w}: fd {fd} of process {pid} is a BPF map of type "
+                                  f"{info['type']} ({info['key_size']}-byte keys, "
+                                  f"{info['value_size']}-byte values), not an XSKMAP "
+                                  f"(type {BPF_MAP_TYPE_XSKMAP})")
+        return cls(mfd, info["max_entries"], pid)
+
+    def set_socket(self, queue: int, xsk_fd: int) -> None:
+        _map_set(self.map_fd, queue, xsk_fd)
+
+    def clear_socket(self, queue: int) -> None:
+        _map_delete(self.map_fd, queue)
+
+    def close(self) -> None:
+        if self.map_fd >= 0:
+            os.close(self.map_fd)
+            self.map_fd = -1
 
 
 def _bpf_error(e: OSError, what: str) -> Exception:

@@ -167,6 +167,11 @@ class Forwarder:
         mbufs that were still in use before the pool closed (0 when every mbuf came back)."""
         self.ports.close()
         in_use = int(self.pool.in_use_count)
+        from ..errors import PktbufError
+        try:
+            self.audited = self.pool.audit()     # free mbufs, each once (== pool size: whole)
+        except PktbufError:
+            self.audited = -1
         if self._own_pool:
             self.pool.close(force=True)
         return in_use

@@ -13,6 +13,15 @@ takes only its own packets with it and the others keep forwarding.  How a port i
   here unless the device string gives ``fanout_id``; ``fanout_mode`` as given, default
   ``hash``): the kernel spreads the interface's traffic over the workers by its flow hash, so
   a flow stays on one worker.
+* ``net_af_xdp``: worker ``w`` owns queue ``start_queue + w`` (``queue_count`` other than 1 is
+  refused, and so is an interface with fewer than ``start_queue + N`` Rx queues).  Only one XDP
+  program can be attached to an interface, so the parent attaches it before anything starts
+  (:class:`~pktbuf.api.af_xdp.SharedXdpProgram`, an XSKMAP entry per queue) and each worker's
+  port joins it with ``xsk_map=<parent pid>:<map fd>`` (``pidfd_getfd``), putting its socket
+  at its queue's key.  The program goes with the parent's BPF link (at the end, or when the
+  parent is killed; nothing is pinned); a worker that dies leaves the map with its socket (the
+  kernel removes it), and its queue's frames then go on to the kernel's stack.  The NIC's RSS
+  decides which queue, so which worker, a flow goes to.
 * ``{worker}`` in a device string is replaced by the worker's number, which gives each worker
   its own capture files (``tx_pcap=out-{worker}.pcap``), memif sockets or ids.  A ``net_pcap``
   or ``net_memif`` port without it would have every worker read or write the same file or
@@ -23,7 +32,7 @@ compiles the loop and closes them), so the workers only load compiled code.  It 
 them: statistics per worker and summed per port (the telemetry socket shows each worker as one
 queue of the port), a worker that dies is reported with its exit status while the rest go on,
 and at the end each worker closes its ports and reports how many of its mbufs were not
-returned.
+returned and what its pool's audit counted.  A worker whose parent is gone stops by itself.
 """
 from __future__ import annotations
 
@@ -45,27 +54,72 @@ LOOP = (("rx", F_RX), ("tx", F_TX), ("tx_dropped", F_TX_DROP), ("rx_bytes", F_RX
 P_WORDS = len(STATS) + len(LOOP)          # per worker and port
 
 # control words per worker
-C_STATE, C_PID, C_CPU, C_IN_USE, C_PORTS, C_HEARTBEAT = range(6)
+C_STATE, C_PID, C_CPU, C_IN_USE, C_PORTS, C_HEARTBEAT, C_AUDIT, C_POOL = range(8)
 C_WORDS = 8
 S_STARTING, S_RUNNING, S_DONE, S_FAILED = 0, 1, 2, 3
 STATE_NAMES = {S_STARTING: "starting", S_RUNNING: "running", S_DONE: "done", S_FAILED: "failed"}
 G_STOP = 0                                # global word: 1 = every worker stops
 
 
-def split_vdevs(vdevs: list[str], workers: int, fanout_id: int | None = None) -> list[list[str]]:
+def af_xdp_shares(vdevs: list[str], workers: int) -> dict[int, tuple[str, int]]:
+    """The ``net_af_xdp`` ports among ``vdevs`` that the workers share (``workers > 1``):
+    ``{index: (iface, start_queue)}``; ``InvalidArgument`` for one that cannot be split (a
+    ``queue_count`` other than 1, an ``xsk_map`` of its own, no ``iface``)."""
+    from ..api.devargs import parse_devargs
+    from ..api.ethdev import driver_of
+    from ..api.port import arg_int
+    from ..errors import InvalidArgument
+    out = {}
+    if workers < 2:
+        return out
+    for i, v in enumerate(vdevs):
+        if not isinstance(v, str):
+            raise InvalidArgument("--workers takes device strings only")
+        name, args = parse_devargs(v)
+        if driver_of(name) != "net_af_xdp":
+            continue
+        if "xsk_map" in args:
+            raise InvalidArgument(f"{name}: with --workers the parent attaches the XDP program "
+                                  "and gives the workers its map; leave xsk_map out")
+        if arg_int("net_af_xdp", args, "queue_count", 1, 1, 0xFFFF) != 1:
+            raise InvalidArgument(f"{name}: with --workers each worker owns one queue "
+                                  f"(worker w: start_queue + w); queue_count="
+                                  f"{args['queue_count']} is refused, leave it out or give 1")
+        if "iface" not in args:
+            raise InvalidArgument(f"{name}: iface=<interface name> is required")
+        out[i] = (args["iface"], arg_int("net_af_xdp", args, "start_queue", 0, 0, 0xFFFF))
+    return out
+
+
+def split_vdevs(vdevs: list[str], workers: int, fanout_id: int | None = None,
+                xsk_maps: dict[int, str] | None = None) -> list[list[str]]:
     """The device strings of each worker (see the module docstring); ``InvalidArgument`` for
-    a port that cannot be split."""
+    a port that cannot be split.  ``xsk_maps``: for each shared ``net_af_xdp`` port (by index
+    in ``vdevs``, see :func:`af_xdp_shares`), the ``xsk_map`` of the program attached for the
+    workers."""
     from ..api.devargs import parse_devargs
     from ..api.ethdev import driver_of
     from ..errors import InvalidArgument
     if fanout_id is None:
         fanout_id = secrets.randbelow(0xFFFF) + 1
+    shares = af_xdp_shares(vdevs, workers)
+    xsk_maps = xsk_maps or {}
     out = [[] for _ in range(workers)]
-    for v in vdevs:
+    for i, v in enumerate(vdevs):
         if not isinstance(v, str):
             raise InvalidArgument("--workers takes device strings only")
         name, args = parse_devargs(v)
         drv = driver_of(name)
+        if i in shares:
+            if i not in xsk_maps:
+                raise InvalidArgument(f"{name}: no shared XDP program for the workers "
+                                      "(xsk_maps)")
+            keep = ",".join(f"{k}={x}" for k, x in args.pairs
+                            if k not in ("start_queue", "queue_count"))
+            for w in range(workers):
+                out[w].append(f"{name},{keep},start_queue={shares[i][1] + w},queue_count=1,"
+                              f"xsk_map={xsk_maps[i]}")
+            continue
         per = "{worker}" in v
         if drv in ("net_pcap", "net_memif") and not per and workers > 1:
             raise InvalidArgument(
@@ -133,6 +187,7 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
     except OSError:
         ctl[C_CPU] = -1
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent decides when to stop
+    parent = os.getppid()
     fw = None
     try:
         fw = Forwarder(vdevs, opts["mode"], burst=opts["burst"], txpkts=opts["txpkts"],
@@ -141,7 +196,7 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
         ctl[C_PORTS] = len(fw.ports)
         ctl[C_STATE] = S_RUNNING
         eof = False
-        while sh.glob[G_STOP] == 0 and not eof:
+        while sh.glob[G_STOP] == 0 and not eof and os.getppid() == parent:
             eof = fw.run_slice(SLICE) == R_ALL_EOF
             _publish(sh, w, fw)
             ctl[C_HEARTBEAT] += 1
@@ -152,7 +207,9 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
         print(f"pktbuf fwd: worker {w}: {e}", file=sys.stderr, flush=True)
     finally:
         if fw is not None:
+            ctl[C_POOL] = fw.pool.n
             ctl[C_IN_USE] = fw.close()
+            ctl[C_AUDIT] = fw.audited
         if ctl[C_STATE] != S_FAILED:
             ctl[C_STATE] = S_DONE
         sh.close()
@@ -168,7 +225,18 @@ class Workers:
             raise InvalidArgument("workers must be 1 .. 64")
         self.n = workers
         self.mode = mode
-        self.split = split_vdevs(list(vdevs), workers)
+        self.xdp: list = []                  # the XDP programs the workers share
+        vdevs = list(vdevs)
+        try:
+            maps = {}
+            for i, (iface, sq) in af_xdp_shares(vdevs, workers).items():
+                from ..api.af_xdp import SharedXdpProgram
+                self.xdp.append(SharedXdpProgram(iface, workers, start_queue=sq))
+                maps[i] = self.xdp[-1].xsk_map
+            self.split = split_vdevs(vdevs, workers, xsk_maps=maps)
+        except BaseException:
+            self.close_xdp()
+            raise
         self.opts = {"mode": mode, "burst": burst, "txpkts": txpkts, "nb_mbufs": nb_mbufs,
                      "mbuf_size": mbuf_size, "peers": dict(peers or {}),
                      "record_cycles": record_cycles}
@@ -245,8 +313,9 @@ class Workers:
         return [d["port_id"] for d in self.names]
 
     def worker_rows(self) -> list[dict]:
-        """Per worker: state, pid, cpu, exit code, mbufs in use at close, and per port the
-        loop's counters and the port's stats."""
+        """Per worker: state, pid, cpu, exit code, mbufs in use at close, its pool's size and
+        the free mbufs its audit counted after the ports closed (equal: the pool is whole; -1:
+        the audit failed), and per port the loop's counters and the port's stats."""
         out = []
         for w in range(self.n):
             c = self.sh.ctl[w]
@@ -254,7 +323,8 @@ class Workers:
             row = {"worker": w, "state": STATE_NAMES.get(int(c[C_STATE]), "?"),
                    "pid": int(c[C_PID]), "cpu": int(c[C_CPU]),
                    "exitcode": None if p is None else p.exitcode,
-                   "mbufs_in_use_at_close": int(c[C_IN_USE]), "ports": []}
+                   "mbufs_in_use_at_close": int(c[C_IN_USE]),
+                   "pool_size": int(c[C_POOL]), "pool_audit": int(c[C_AUDIT]), "ports": []}
             if p is not None and p.exitcode not in (None, 0) and row["state"] != "failed":
                 row["state"] = "died"
             for pid in self.port_ids():
@@ -293,8 +363,15 @@ class Workers:
     def in_use(self) -> int:
         return sum(int(self.sh.ctl[w, C_IN_USE]) for w in range(self.n))
 
+    def close_xdp(self) -> None:
+        """Detach the shared XDP programs (after the workers stopped)."""
+        for x in self.xdp:
+            x.close()
+        self.xdp = []
+
     def close(self) -> None:
         self.sh.close()
+        self.close_xdp()
 
 
 class WorkerPort:
@@ -379,6 +456,7 @@ def main_workers(a, peers: dict) -> int:
             wk.warm()
         except (PktbufError, OSError) as e:
             print(f"pktbuf fwd: {e}", file=sys.stderr)
+            wk.close_xdp()
             return 1
         tel = _telemetry(a, wk)
         wk.start()
