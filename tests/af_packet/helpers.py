@@ -175,8 +175,14 @@ def check_io_echo(port, pool, tp, want) -> None:
     got = receive(port, pool, len(want), timeout=20)
     assert len(got) == len(want), tp.port_stats()
     assert got == want
+    # testpmd's forwarding thread adds to its Tx counter after the send call returns, and the
+    # frames can be back here before that: wait (bounded) for the counters to settle
+    end = time.monotonic() + 5.0
     st = tp.port_stats()
-    assert st["rx_packets"] == st["tx_packets"] == len(want)
+    while st["tx_packets"] < len(want) and time.monotonic() < end:
+        time.sleep(0.05)
+        st = tp.port_stats()
+    assert st["rx_packets"] == st["tx_packets"] == len(want), (st, len(want))
 
 
 def check_txonly(port, pool, tp, ns, peer="veth1") -> None:
