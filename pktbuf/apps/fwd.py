@@ -214,6 +214,9 @@ def main(argv=None) -> int:
     except ValueError:
         print("pktbuf fwd: --eth-peer takes N,XX:XX:XX:XX:XX:XX", file=sys.stderr)
         return 2
+    # Ctrl-C (SIGINT) stops the run even when the shell started us with SIGINT ignored (a
+    # background job of a non-interactive shell), as testpmd's own handler does
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if a.distributor and not a.workers:
         print("pktbuf fwd: --distributor needs --workers N", file=sys.stderr)
         return 2
@@ -224,7 +227,7 @@ def main(argv=None) -> int:
         if a.distributor:
             from .fwd_distrib import main_distrib
             return main_distrib(a, peers)
-        from .fwd_workers import main_workers
+        from .fwd_workers_main import main_workers
         return main_workers(a, peers)
     try:
         fw = Forwarder(a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts,

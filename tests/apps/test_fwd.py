@@ -181,6 +181,25 @@ def test_cli_stops_on_ctrl_c_with_testpmd_summary():
     assert "Done." in out and "not returned" not in out
 
 
+def test_cli_stops_on_sigint_even_when_started_with_it_ignored():
+    """A background job of a non-interactive shell starts with SIGINT ignored; pktbuf fwd
+    installs its own handler (as testpmd does), so SIGINT still stops it cleanly."""
+    p = _cli(["--vdev", "net_ring0", "--forward-mode", "txonly", "--stats-period", "0.2",
+              "--no-telemetry"], preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert p.stdout.readline().startswith("pktbuf fwd: 1 port(s)")
+        while "Port statistics" not in p.stdout.readline():
+            pass
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert "Stopping (signal)" in out and "Done." in out
+
+
 def test_cli_serves_telemetry_to_dpdk_telemetry_py():
     """A running ``pktbuf fwd`` answers the real dpdk-telemetry.py at its --file-prefix."""
     import shutil
