@@ -43,7 +43,7 @@ DIST_MODES = ("io", "mac", "macswap", "rxonly")
 
 def worker_main(sd, w, ppid, fd, nbytes, mode, txmap, macs, peers, burst):
     """Worker ``w`` (a ``SharedDomain.spawn`` target): slices of the worker loop until the
-    distributor says stop."""
+    distributor says stop or the Rx/Tx process ``ppid`` is gone."""
     from ..api.distributor import Distributor
     from ..lcore import facade_lcore
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the Rx/Tx process decides when to stop
@@ -57,7 +57,7 @@ def worker_main(sd, w, ppid, fd, nbytes, mode, txmap, macs, peers, burst):
     pk = np.empty(MAX_BURST, np.int32)
     dom = sd.domain.state
     m = MODES.index(mode)
-    while not dist.stop_requested:
+    while not dist.stop_requested and os.getppid() == ppid:   # a dead parent: stop too
         dist_worker_loop(dom, dist.state, w, lc, m, txmap, macs, peers, pk, burst,
                          time.monotonic_ns() + int(SLICE * 1e9))
 

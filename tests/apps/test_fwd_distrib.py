@@ -144,3 +144,37 @@ def test_cli_refusals(tmp_path):
     r = run(["--workers", "2", "--distributor", "--dist-ring-size", "1000", "--vdev",
              "net_ring0", "--seconds", "1", "--no-telemetry"])
     assert r.returncode == 1 and "power of two" in r.stderr
+
+
+def test_workers_stop_when_the_rx_tx_process_is_killed(tmp_path):
+    """kill -9 of the Rx/Tx process: its workers notice (they are reparented) and exit."""
+    write_input(tmp_path / "in.pcap", frames(500))
+    p = subprocess.Popen([sys.executable, "-m", "pktbuf.cli", "fwd", "--workers", "2",
+                          "--distributor", "--json", "--no-telemetry", "--vdev",
+                          f"net_pcap0,rx_pcap={tmp_path}/in.pcap,infinite_rx=1,"
+                          f"tx_pcap=/dev/null"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        start = json.loads(p.stdout.readline())
+        assert start["event"] == "start", start
+        pids = start["worker_pids"]
+        assert all(_alive(x) for x in pids)
+        p.kill()
+        p.wait()
+        end = time.monotonic() + 30
+        while any(_alive(x) for x in pids) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not any(_alive(x) for x in pids), "workers outlived their Rx/Tx process"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
