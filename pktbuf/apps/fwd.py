@@ -189,6 +189,26 @@ def _tsc() -> int:
     return int(tsc_now())
 
 
+def build_or_report(make):
+    """``make()``, or None after printing why it failed as ``pktbuf fwd`` reports errors."""
+    from ..errors import PktbufError
+    try:
+        return make()
+    except (PktbufError, OSError) as e:
+        print(f"pktbuf fwd: {e}", file=sys.stderr)
+        return None
+
+
+def sigterm_stops() -> tuple[dict, object]:
+    """A SIGTERM handler that ends the run as Ctrl-C does: returns ``stop`` (its ``"why"``
+    becomes ``"signal"``) and the handler it replaced (put it back when done)."""
+    stop = {"why": None}
+
+    def on_term(signum, frame):
+        stop["why"] = "signal"
+    return stop, signal.signal(signal.SIGTERM, on_term)
+
+
 def _telemetry(a, fw):
     """Start the telemetry server if available (``--no-telemetry`` turns it off)."""
     if a.no_telemetry:
@@ -208,7 +228,6 @@ def _telemetry(a, fw):
 
 def main(argv=None) -> int:
     a = build_parser().parse_args(argv)
-    from ..errors import PktbufError
     try:
         peers = dict(_parse_peer(x) for x in a.eth_peer)
     except ValueError:
@@ -229,18 +248,12 @@ def main(argv=None) -> int:
             return main_distrib(a, peers)
         from .fwd_workers_main import main_workers
         return main_workers(a, peers)
-    try:
-        fw = Forwarder(a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts,
-                       nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
-                       record_cycles=a.record_core_cycles)
-    except (PktbufError, OSError) as e:
-        print(f"pktbuf fwd: {e}", file=sys.stderr)
+    fw = build_or_report(lambda: Forwarder(
+        a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts, nb_mbufs=a.total_num_mbufs,
+        mbuf_size=a.mbuf_size, peers=peers, record_cycles=a.record_core_cycles))
+    if fw is None:
         return 1
-    stop = {"why": None}
-
-    def on_term(signum, frame):
-        stop["why"] = "signal"
-    old = signal.signal(signal.SIGTERM, on_term)
+    stop, old = sigterm_stops()
     tel = None
     out = emit_json if a.json else None
     try:

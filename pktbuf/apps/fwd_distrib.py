@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 
 import numpy as np
@@ -252,21 +251,15 @@ def _summary_counts(rows):
 
 def main_distrib(a, peers: dict) -> int:
     """``pktbuf fwd --workers N --distributor`` (``a``: the parsed arguments)."""
-    from ..errors import PktbufError
-    from .fwd import _telemetry
+    from .fwd import _telemetry, build_or_report, sigterm_stops
     from .fwd_stats import emit_json, emit_text, fwd_stats_text
-    try:
-        df = DistribForwarder(a.vdev, a.forward_mode, a.workers, burst=a.burst,
-                              nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
-                              ring_size=a.dist_ring_size, symmetric=a.symmetric)
-    except (PktbufError, OSError) as e:
-        print(f"pktbuf fwd: {e}", file=sys.stderr)
+    df = build_or_report(lambda: DistribForwarder(
+        a.vdev, a.forward_mode, a.workers, burst=a.burst, nb_mbufs=a.total_num_mbufs,
+        mbuf_size=a.mbuf_size, peers=peers, ring_size=a.dist_ring_size,
+        symmetric=a.symmetric))
+    if df is None:
         return 1
-    stop = {"why": None}
-
-    def on_term(signum, frame):
-        stop["why"] = "signal"
-    old = signal.signal(signal.SIGTERM, on_term)
+    stop, old = sigterm_stops()
     tel = None
     t0 = time.monotonic()
     try:

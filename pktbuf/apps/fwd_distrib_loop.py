@@ -23,11 +23,11 @@ from .._jit import kernel
 from ..distrib.kernels import (distributor_burst, distributor_return_burst,
                                distributor_returned_pkts, distributor_worker_burst,
                                distributor_worker_done)
-from ..ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst
+from ..ethdev.burst import eth_domain, rx_burst, tx_burst
 from ..idle import IDLE_SLEEP_MAX_US, idle_backoff, now_ns
 from ..mbuf.free import pktmbuf_free_bulk
 from .fwd_loop import (F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, M_MAC, M_MACSWAP,
-                       M_RXONLY, _rewrite)
+                       M_RXONLY, _rewrite, all_rx_eof)
 
 HOLD_NS = 100_000_000
 F_UNROUTED = 6      # cnt[0, F_UNROUTED]: returned packets whose port names no stream (freed)
@@ -120,14 +120,8 @@ def dist_io_loop(eth, lcore, streams, txmap, txports, d, burst, deadline_ns, rx_
                 cnt[txp, F_TX] += k
                 cnt[txp, F_TX_BYTES] += txbytes
         if work == 0:
-            if nheld[0] == 0:
-                done = True
-                for s in range(ns):
-                    if not rx_queue_eof(eth, streams[s, 0], 0):
-                        done = False
-                        break
-                if done:
-                    return R_RX_EOF
+            if nheld[0] == 0 and all_rx_eof(eth, streams):
+                return R_RX_EOF
             idle_backoff(idle, IDLE_SLEEP_MAX_US)
             idle += 1
         else:

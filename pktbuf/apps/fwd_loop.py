@@ -59,6 +59,15 @@ def _rewrite(dom, h, mode, src, dst):
 
 
 @kernel
+def all_rx_eof(eth, streams):
+    """True once the Rx queue 0 of every stream's Rx port can never deliver again."""
+    for s in range(streams.shape[0]):
+        if not rx_queue_eof(eth, streams[s, 0], 0):
+            return False
+    return True
+
+
+@kernel
 def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
              deadline_ns, cnt, pk, record_cycles):
     """Forward until ``deadline_ns`` (``time.monotonic_ns`` clock) or, unless generating,
@@ -121,14 +130,8 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
             if record_cycles:
                 cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
         if work == 0:
-            if mode != M_TXONLY:
-                done = True
-                for s in range(ns):
-                    if not rx_queue_eof(eth, streams[s, 0], 0):
-                        done = False
-                        break
-                if done:
-                    return R_ALL_EOF
+            if mode != M_TXONLY and all_rx_eof(eth, streams):
+                return R_ALL_EOF
             idle_backoff(idle, IDLE_SLEEP_MAX_US)
             idle += 1
         else:

@@ -68,20 +68,15 @@ def main_workers(a, peers: dict) -> int:
     """``pktbuf fwd --workers N`` (``a``: the parsed arguments)."""
     import sys
     from ..errors import PktbufError
-    from .fwd import tsc_hz
+    from .fwd import build_or_report, sigterm_stops, tsc_hz
     from .fwd_stats import emit_json, emit_text, fwd_stats_text, nic_stats_text, rates
-    try:
-        wk = Workers(a.vdev, a.forward_mode, a.workers, burst=a.burst, txpkts=a.txpkts,
-                     nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
-                     record_cycles=a.record_core_cycles)
-    except (PktbufError, OSError) as e:
-        print(f"pktbuf fwd: {e}", file=sys.stderr)
+    wk = build_or_report(lambda: Workers(
+        a.vdev, a.forward_mode, a.workers, burst=a.burst, txpkts=a.txpkts,
+        nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
+        record_cycles=a.record_core_cycles))
+    if wk is None:
         return 1
-    stop = {"why": None}
-
-    def on_term(signum, frame):
-        stop["why"] = "signal"
-    old = signal.signal(signal.SIGTERM, on_term)
+    stop, old = sigterm_stops()
     tel = None
     died = []
     t0 = time.monotonic()
