@@ -153,7 +153,8 @@ def measure(reps: int = 11, packets: int = PACKETS, dpdk: bool = True, progress=
             if ref.info.get("gfni"):
                 kinds.append("gfni")
             else:
-                notes.append("rte_thash_gfni_bulk: not measured (this CPU has no GFNI)")
+                notes.append("rte_thash_gfni_bulk: not measured (missing: "
+                             f"{ref.info.get('gfni_missing') or 'unknown'})")
         # calibration: the slowest variant's cost per bulk sets the chunk for every variant
         per_bulk = []
         for k in kinds:
