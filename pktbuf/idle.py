@@ -88,6 +88,7 @@ SPIN_POLLS = 64          # empty polls answered with a pause instruction
 YIELD_POLLS = 256        # then with sched_yield()
 SLEEP_DOUBLING = 16      # then sleeps of 1 us, doubling every 16 empty polls, up to max_us
 IDLE_SLEEP_MAX_US = 1000  # the cap pktbuf's own polling loops use
+BUSY_POLL = -1           # a max_us that never yields or sleeps: pause only, as DPDK's lcores poll
 
 IDLE_PAUSE = 0           # idle_action: one pause instruction
 IDLE_YIELD = -1          # idle_action: sched_yield()
@@ -97,8 +98,8 @@ IDLE_YIELD = -1          # idle_action: sched_yield()
 def idle_action(empty_polls, max_us):
     """What :func:`idle_backoff` does after ``empty_polls`` consecutive empty polls:
     ``IDLE_PAUSE``, ``IDLE_YIELD``, or a sleep of that many microseconds (1 ..
-    ``max(max_us, 1)``)."""
-    if empty_polls < SPIN_POLLS:
+    ``max(max_us, 1)``).  ``max_us < 0`` (:data:`BUSY_POLL`): always ``IDLE_PAUSE``."""
+    if empty_polls < SPIN_POLLS or max_us < 0:
         return IDLE_PAUSE
     if empty_polls < YIELD_POLLS:
         return IDLE_YIELD
@@ -111,7 +112,8 @@ def idle_backoff(empty_polls, max_us):
     """Wait a little after ``empty_polls`` consecutive polls found nothing.
 
     0..63: ``pause``; 64..255: ``sched_yield()``; then sleep 1, 2, 4 ... ``max_us`` microseconds
-    (:func:`idle_action`).  Reset your counter to 0 whenever a poll finds work.
+    (:func:`idle_action`).  Reset your counter to 0 whenever a poll finds work.  With
+    ``max_us`` = :data:`BUSY_POLL` it only ever pauses: the core stays busy, as a DPDK lcore's.
     """
     act = idle_action(empty_polls, max_us)
     if act == IDLE_PAUSE:

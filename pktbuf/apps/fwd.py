@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 from ..ethdev.layout import MAX_PORTS
+from ..idle import BUSY_POLL, IDLE_SLEEP_MAX_US
 from .fwd_loop import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS,
                        MAX_BURST, MODES, R_ALL_EOF, fwd_loop)
 from .fwd_stats import emit_json, emit_text, fwd_stats_text, nic_stats_text, rates
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-telemetry", action="store_true")
     ap.add_argument("--record-core-cycles", action="store_true",
                     help="count the TSC cycles of busy iterations (testpmd's option)")
+    ap.add_argument("--no-idle-backoff", action="store_true",
+                    help="poll without ever yielding or sleeping, as testpmd does (the core "
+                         "stays 100%% busy); default: back off when idle")
     ap.add_argument("--workers", type=int, default=0, metavar="N",
                     help="N worker processes, each pinned and owning its own queues (AF_PACKET: "
                          "one fanout group; '{worker}' in a device string: the worker's "
@@ -89,11 +93,13 @@ class Forwarder:
     ``vdevs``: device strings, or callables ``f(pool, port_id) -> port`` for port objects
     built in Python (``lambda pool, pid: RingPort(rx, tx, pool=pool, port_id=pid)``).
     ``pool``: the mbuf pool to use (default: one of ``nb_mbufs`` made here, and closed with
-    the forwarder).
+    the forwarder).  ``idle_backoff``: when polls find nothing, pause, yield, then sleep up to
+    1 ms (default); False: pause only, keeping the core busy as testpmd does.
     """
 
     def __init__(self, vdevs, mode="io", *, burst=32, txpkts=64, nb_mbufs=16384,
-                 mbuf_size=2176, peers=None, record_cycles=False, pool=None):
+                 mbuf_size=2176, peers=None, record_cycles=False, pool=None,
+                 idle_backoff=True):
         from ..api.ethdev import Ports
         from ..api.pools import PktmbufPool
         from ..errors import InvalidArgument
@@ -106,6 +112,7 @@ class Forwarder:
         self.mode = mode
         self.burst = burst
         self.record_cycles = bool(record_cycles)
+        self.idle_max_us = IDLE_SLEEP_MAX_US if idle_backoff else BUSY_POLL
         self._own_pool = pool is None
         self.pool = PktmbufPool(nb_mbufs, 250, data_room=mbuf_size, name="fwd") \
             if pool is None else pool
@@ -141,14 +148,14 @@ class Forwarder:
         """Compile (or load) the loop: one call over no streams."""
         fwd_loop(self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
                  self.burst, self.macs, self.peers, self.hdrs, self.txpkts, 0, self.cnt,
-                 self.scratch, self.record_cycles)
+                 self.scratch, self.record_cycles, self.idle_max_us)
 
     def run_slice(self, seconds: float) -> int:
         """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended."""
         return int(fwd_loop(self.ports.state, 0, self.pool.id, self.streams,
                             MODES.index(self.mode), self.burst, self.macs, self.peers,
                             self.hdrs, self.txpkts, time.monotonic_ns() + int(seconds * 1e9),
-                            self.cnt, self.scratch, self.record_cycles))
+                            self.cnt, self.scratch, self.record_cycles, self.idle_max_us))
 
     def rows(self) -> list[dict]:
         out = []
@@ -250,7 +257,8 @@ def main(argv=None) -> int:
         return main_workers(a, peers)
     fw = build_or_report(lambda: Forwarder(
         a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts, nb_mbufs=a.total_num_mbufs,
-        mbuf_size=a.mbuf_size, peers=peers, record_cycles=a.record_core_cycles))
+        mbuf_size=a.mbuf_size, peers=peers, record_cycles=a.record_core_cycles,
+        idle_backoff=not a.no_idle_backoff))
     if fw is None:
         return 1
     stop, old = sigterm_stops()

@@ -40,7 +40,7 @@ SLICE = 0.1
 DIST_MODES = ("io", "mac", "macswap", "rxonly")
 
 
-def worker_main(sd, w, ppid, fd, nbytes, mode, txmap, macs, peers, burst):
+def worker_main(sd, w, ppid, fd, nbytes, mode, txmap, macs, peers, burst, idle_max_us):
     """Worker ``w`` (a ``SharedDomain.spawn`` target): slices of the worker loop until the
     distributor says stop or the Rx/Tx process ``ppid`` is gone."""
     from ..api.distributor import Distributor
@@ -58,14 +58,14 @@ def worker_main(sd, w, ppid, fd, nbytes, mode, txmap, macs, peers, burst):
     m = MODES.index(mode)
     while not dist.stop_requested and os.getppid() == ppid:   # a dead parent: stop too
         dist_worker_loop(dom, dist.state, w, lc, m, txmap, macs, peers, pk, burst,
-                         time.monotonic_ns() + int(SLICE * 1e9))
+                         time.monotonic_ns() + int(SLICE * 1e9), idle_max_us)
 
 
 class DistribForwarder:
     """The Rx/Tx side of a distributor-fed ``pktbuf fwd`` (usable from Python too)."""
 
     def __init__(self, vdevs, mode, workers: int, *, burst=32, nb_mbufs=16384, mbuf_size=2176,
-                 peers=None, ring_size=1024, symmetric=False, name=None):
+                 peers=None, ring_size=1024, symmetric=False, name=None, idle_backoff=True):
         from ..api.distributor import Distributor
         from ..api.rss import Rss
         from ..api.shared import SharedDomain
@@ -86,7 +86,8 @@ class DistribForwarder:
         try:
             self.pool = self.sd.pktmbuf_pool("fwd", nb_mbufs, 250, data_room=mbuf_size)
             self.fw = Forwarder(vdevs, mode, burst=burst, nb_mbufs=nb_mbufs,
-                                mbuf_size=mbuf_size, peers=peers, pool=self.pool)
+                                mbuf_size=mbuf_size, peers=peers, pool=self.pool,
+                                idle_backoff=idle_backoff)
             rss = Rss(queues=workers, symmetric=bool(symmetric))
             self.dist = Distributor(self.pool, workers, rss=rss, ring_size=ring_size,
                                     shared=True)
@@ -115,7 +116,7 @@ class DistribForwarder:
     def _worker_args(self, w):
         fw = self.fw
         return (w, os.getpid(), self.dist.fd, self.dist.nbytes, self.mode, self.txmap, fw.macs,
-                fw.peers, self.burst)
+                fw.peers, self.burst, fw.idle_max_us)
 
     def warm(self) -> None:
         """Compile (or load) both loops here, before any worker starts (nothing received)."""
@@ -126,7 +127,7 @@ class DistribForwarder:
             self.rx_on = rx_on
         dist_worker_loop(self.sd.domain.state, self.dist.state, 0, self._lcore(),
                          MODES.index(self.mode), self.txmap, self.fw.macs, self.fw.peers,
-                         self.fw.scratch, self.burst, 0)
+                         self.fw.scratch, self.burst, 0, self.fw.idle_max_us)
 
     def start(self) -> None:
         """Start the workers (call :meth:`warm` first)."""
@@ -137,7 +138,8 @@ class DistribForwarder:
         return int(dist_io_loop(self.fw.ports.state, self._lcore(), self.fw.streams,
                                 self.txmap, self.txports, self.dist.state, self.burst,
                                 time.monotonic_ns() + int(seconds * 1e9), self.rx_on,
-                                self.fw.cnt, self.fw.scratch, self.rk, self.held, self.nheld))
+                                self.fw.cnt, self.fw.scratch, self.rk, self.held, self.nheld,
+                                self.fw.idle_max_us))
 
     # -- workers that die ------------------------------------------------------------------------
     def check_workers(self) -> list[int]:
@@ -256,7 +258,7 @@ def main_distrib(a, peers: dict) -> int:
     df = build_or_report(lambda: DistribForwarder(
         a.vdev, a.forward_mode, a.workers, burst=a.burst, nb_mbufs=a.total_num_mbufs,
         mbuf_size=a.mbuf_size, peers=peers, ring_size=a.dist_ring_size,
-        symmetric=a.symmetric))
+        symmetric=a.symmetric, idle_backoff=not a.no_idle_backoff))
     if df is None:
         return 1
     stop, old = sigterm_stops()

@@ -24,7 +24,7 @@ from ..distrib.kernels import (distributor_burst, distributor_return_burst,
                                distributor_returned_pkts, distributor_worker_burst,
                                distributor_worker_done)
 from ..ethdev.burst import eth_domain, rx_burst, tx_burst
-from ..idle import IDLE_SLEEP_MAX_US, idle_backoff, now_ns
+from ..idle import idle_backoff, now_ns
 from ..mbuf.free import pktmbuf_free_bulk
 from .fwd_loop import (F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, M_MAC, M_MACSWAP,
                        M_RXONLY, _rewrite, all_rx_eof)
@@ -39,14 +39,15 @@ R_RX_EOF = 1        # every Rx port has reached its end and nothing came back th
 
 @kernel
 def dist_io_loop(eth, lcore, streams, txmap, txports, d, burst, deadline_ns, rx_on, cnt, pk,
-                 rk, held, nheld):
+                 rk, held, nheld, idle_max_us):
     """The Rx/Tx stage, until ``deadline_ns`` (``time.monotonic_ns`` clock).
 
     ``streams``: int64[S, 2] (Rx port, Tx port); ``txmap``: int64[ports], the Tx port of each
     Rx port; ``txports``: the distinct Tx ports; ``d``: the distributor's state; ``rx_on``:
     0 to only take back and transmit (a stop in progress: held packets are still offered);
     ``cnt``: int64[ports, F_WORDS]; ``pk``, ``rk``: int32 scratch of at least ``burst``;
-    ``held``/``nheld[0]``: the packets the distributor refused, kept across calls.
+    ``held``/``nheld[0]``: the packets the distributor refused, kept across calls;
+    ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s cap (``BUSY_POLL``: pause only).
     """
     dom = eth_domain(eth)
     mb = dom.mb
@@ -122,7 +123,7 @@ def dist_io_loop(eth, lcore, streams, txmap, txports, d, burst, deadline_ns, rx_
         if work == 0:
             if nheld[0] == 0 and all_rx_eof(eth, streams):
                 return R_RX_EOF
-            idle_backoff(idle, IDLE_SLEEP_MAX_US)
+            idle_backoff(idle, idle_max_us)
             idle += 1
         else:
             idle = 0
@@ -131,10 +132,12 @@ def dist_io_loop(eth, lcore, streams, txmap, txports, d, burst, deadline_ns, rx_
 
 
 @kernel
-def dist_worker_loop(dom, d, w, lcore, mode, txmap, macs, peers, pk, burst, deadline_ns):
+def dist_worker_loop(dom, d, w, lcore, mode, txmap, macs, peers, pk, burst, deadline_ns,
+                     idle_max_us):
     """Worker ``w`` until ``deadline_ns``: take its packets, apply ``mode`` (``mac`` and
     ``macswap`` rewrite the addresses for the Tx port of the packet's Rx port), hand them
-    back (``rxonly``: free them).  Returns the packets it handled."""
+    back (``rxonly``: free them).  Returns the packets it handled.  ``idle_max_us``: as for
+    :func:`dist_io_loop`."""
     mb = dom.mb
     if burst > pk.size:
         burst = pk.size
@@ -168,10 +171,10 @@ def dist_worker_loop(dom, d, w, lcore, mode, txmap, macs, peers, pk, burst, dead
                             pktmbuf_free_bulk(dom, lcore, pk[k:], n - k)
                             distributor_worker_done(d, w, n - k)
                             break
-                        idle_backoff(waited, IDLE_SLEEP_MAX_US)
+                        idle_backoff(waited, idle_max_us)
                         waited += 1
         else:
-            idle_backoff(idle, IDLE_SLEEP_MAX_US)
+            idle_backoff(idle, idle_max_us)
             idle += 1
         if now_ns() >= deadline_ns:
             return handled

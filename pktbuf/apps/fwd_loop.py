@@ -11,7 +11,8 @@ serves every mix of port types.  Modes, as testpmd's:
 * ``txonly``: generate testpmd's UDP frames on each stream's Tx port.
 
 Packets a Tx queue does not take are freed and counted as Tx drops (a forwarder must not hold
-them).  Idle polling backs off (pause, yield, then sleeps up to 1 ms).
+them).  Idle polling backs off (pause, yield, then sleeps up to ``idle_max_us``, 1 ms in
+``pktbuf fwd``), or with ``idle_max_us`` = ``BUSY_POLL`` only pauses, as testpmd polls.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import numpy as np
 from .._jit import kernel
 from ..atomics import tsc_read
 from ..ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst
-from ..idle import IDLE_SLEEP_MAX_US, idle_backoff, now_ns
+from ..idle import idle_backoff, now_ns
 from ..mbuf.free import pktmbuf_free_bulk
 from ..rawmem import addr_u8
 from .txonly import txonly_alloc_burst
@@ -69,7 +70,7 @@ def all_rx_eof(eth, streams):
 
 @kernel
 def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
-             deadline_ns, cnt, pk, record_cycles):
+             deadline_ns, cnt, pk, record_cycles, idle_max_us):
     """Forward until ``deadline_ns`` (``time.monotonic_ns`` clock) or, unless generating,
     until every stream's Rx port is at its end.
 
@@ -79,7 +80,8 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
     scratch array of at least ``burst``.  ``record_cycles``: add the TSC cycles of every
     stream iteration that received (or, txonly, sent) packets to ``cnt[rx port,
     F_BUSY_CYCLES]`` -- from before the Rx burst to after the Tx burst, as testpmd's
-    ``--record-core-cycles`` counts them.
+    ``--record-core-cycles`` counts them.  ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s
+    cap (``BUSY_POLL``: never yield or sleep).
     """
     dom = eth_domain(eth)
     mb = dom.mb
@@ -132,7 +134,7 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
         if work == 0:
             if mode != M_TXONLY and all_rx_eof(eth, streams):
                 return R_ALL_EOF
-            idle_backoff(idle, IDLE_SLEEP_MAX_US)
+            idle_backoff(idle, idle_max_us)
             idle += 1
         else:
             idle = 0

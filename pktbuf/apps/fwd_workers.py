@@ -193,7 +193,8 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
     try:
         fw = Forwarder(vdevs, opts["mode"], burst=opts["burst"], txpkts=opts["txpkts"],
                        nb_mbufs=opts["nb_mbufs"], mbuf_size=opts["mbuf_size"],
-                       peers=opts["peers"], record_cycles=opts["record_cycles"])
+                       peers=opts["peers"], record_cycles=opts["record_cycles"],
+                       idle_backoff=opts["idle_backoff"])
         ctl[C_PORTS] = len(fw.ports)
         ctl[C_STATE] = S_RUNNING
         eof = False
@@ -220,7 +221,7 @@ class Workers:
     """The parent's side: start, watch, stop and account for the worker processes."""
 
     def __init__(self, vdevs, mode, workers: int, *, burst=32, txpkts=64, nb_mbufs=16384,
-                 mbuf_size=2176, peers=None, record_cycles=False):
+                 mbuf_size=2176, peers=None, record_cycles=False, idle_backoff=True):
         from ..errors import InvalidArgument
         if not isinstance(workers, int) or not 1 <= workers <= 64:
             raise InvalidArgument("workers must be 1 .. 64")
@@ -240,7 +241,7 @@ class Workers:
             raise
         self.opts = {"mode": mode, "burst": burst, "txpkts": txpkts, "nb_mbufs": nb_mbufs,
                      "mbuf_size": mbuf_size, "peers": dict(peers or {}),
-                     "record_cycles": record_cycles}
+                     "record_cycles": record_cycles, "idle_backoff": idle_backoff}
         self.sh = Shared(workers)
         self.procs: list = []
         self.names: list = []
@@ -254,7 +255,7 @@ class Workers:
         o = self.opts
         fw = Forwarder(self.split[0], o["mode"], burst=o["burst"], txpkts=o["txpkts"],
                        nb_mbufs=o["nb_mbufs"], mbuf_size=o["mbuf_size"], peers=o["peers"],
-                       record_cycles=o["record_cycles"])
+                       record_cycles=o["record_cycles"], idle_backoff=o["idle_backoff"])
         try:
             fw.warm()
             fw.run_slice(0.0)

@@ -73,7 +73,7 @@ def main_workers(a, peers: dict) -> int:
     wk = build_or_report(lambda: Workers(
         a.vdev, a.forward_mode, a.workers, burst=a.burst, txpkts=a.txpkts,
         nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
-        record_cycles=a.record_core_cycles))
+        record_cycles=a.record_core_cycles, idle_backoff=not a.no_idle_backoff))
     if wk is None:
         return 1
     stop, old = sigterm_stops()

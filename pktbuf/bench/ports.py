@@ -119,6 +119,10 @@ def main(argv=None) -> int:
     ap.add_argument("--nice", type=int, default=0,
                     help="AF_PACKET: run both sides' receiver/forwarder at this nice value "
                          "(negative: a larger CPU share on a shared machine)")
+    ap.add_argument("--idle-backoff", action="store_true",
+                    help="AF_PACKET/AF_XDP: pktbuf's receiver/forwarder backs off when idle "
+                         "(pktbuf fwd's default) instead of polling without pause as testpmd "
+                         "does (the default here: the same polling on both sides)")
     a = ap.parse_args(argv)
     only = [s for s in a.only.split(",") if s]
     bad = [s for s in only if s not in SECTIONS]
@@ -168,8 +172,10 @@ def main(argv=None) -> int:
         from . import ports_afxdp as X
         import os
         A.NICE["value"] = a.nice
+        A.BUSY_POLL["value"] = not a.idle_backoff
         meta = out["afpacket"] = {"loadavg_start": os.getloadavg(), "cpus": os.cpu_count(),
-                                  "argv": sys.argv, "quick": a.quick, "nice": a.nice}
+                                  "argv": sys.argv, "quick": a.quick, "nice": a.nice,
+                                  "pktbuf_polling": "backoff" if a.idle_backoff else "busy"}
         probe = 0.5 if a.quick else 1.0
         for kind, mod in (("afpacket", A), ("afxdp", X)):
             if f"{kind}_rx" in only:

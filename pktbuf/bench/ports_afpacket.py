@@ -75,7 +75,8 @@ class PktbufSide:
                                                 "taskset", "-c",
                                   str(FWD_CPU), sys.executable, "-m", "pktbuf.cli", "fwd"]
                                  + vdevs + ["--forward-mode", mode, "--record-core-cycles",
-                                            "--json", "--no-telemetry"])
+                                            "--json", "--no-telemetry"]
+                                 + (["--no-idle-backoff"] if BUSY_POLL["value"] else []))
         self.proc = None
         self.status = "ok"
         self.reason = ""
@@ -212,6 +213,7 @@ def _readline(p, timeout: float) -> str:
 
 
 NICE = {"value": 0}
+BUSY_POLL = {"value": True}    # pktbuf's sides poll as testpmd does (pktbuf fwd --no-idle-backoff)
 
 
 def _nice(n: int) -> list:

@@ -13,6 +13,7 @@ import pytest
 import pktbuf
 from pktbuf.api.ring_port import RingPort
 from pktbuf.apps.fwd import Forwarder, main
+from pktbuf.apps.fwd_loop import F_RX
 from pktbuf.apps.txonly import udp_headers
 
 
@@ -290,3 +291,40 @@ def test_telemetry_that_cannot_start_is_reported_and_forwarding_goes_on(capsys):
     assert rc == 0
     assert "no telemetry" in err
     assert json.loads(out.splitlines()[-1])["stopped_by"] == "seconds"
+
+
+def _idle_cpu(idle_backoff: bool, seconds: float = 1.0) -> tuple[float, int]:
+    """CPU time this thread spends forwarding nothing for ``seconds``, and the packets that
+    still went through (a few injected first)."""
+    import time
+    rx, tx = pktbuf.Ring(1024), pktbuf.Ring(1024)
+    fw = Forwarder([wired(rx, tx)], "io", nb_mbufs=1024, idle_backoff=idle_backoff)
+    try:
+        fw.warm()
+        a = frames(10)
+        inject(fw, rx, a)
+        t = time.thread_time()
+        fw.run_slice(seconds)
+        cpu = time.thread_time() - t
+        assert drain(fw, tx) == a
+        return cpu, int(fw.cnt[0, F_RX])
+    finally:
+        assert fw.close() == 0
+
+
+def test_idle_backoff_sleeps_and_no_idle_backoff_keeps_polling():
+    backoff, n1 = _idle_cpu(True)
+    busy, n2 = _idle_cpu(False)
+    assert n1 == n2 == 10
+    # backing off: about a thousand short wake-ups a second; busy polling: the whole second
+    assert backoff < 0.25, backoff
+    assert busy > 0.5 and busy > 3 * backoff, (busy, backoff)
+
+
+def test_cli_no_idle_backoff():
+    p = _cli(["--vdev", "net_ring0", "--forward-mode", "io", "--seconds", "0.5", "--json",
+              "--no-telemetry", "--no-idle-backoff"])
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    s = [json.loads(x) for x in out.splitlines()][-1]
+    assert s["stopped_by"] == "seconds" and s["mbufs_in_use_at_close"] == 0
