@@ -55,14 +55,15 @@ def swap(f: bytes) -> bytes:
     return f[6:12] + f[0:6] + f[12:]
 
 
-@pytest.mark.parametrize("symmetric", [False, True])
-def test_every_packet_once_and_flows_placed_by_rss(tmp_path, symmetric):
+@pytest.mark.parametrize("symmetric,busy", [(False, False), (True, False), (False, True)])
+def test_every_packet_once_and_flows_placed_by_rss(tmp_path, symmetric, busy):
     fr = frames(6000, both_directions=symmetric)
     write_input(tmp_path / "in.pcap", fr)
     args = ["--workers", "2", "--distributor", "--forward-mode", "macswap", "--json",
             "--no-telemetry", "--dist-ring-size", "64", "--vdev",
             f"net_pcap0,rx_pcap={tmp_path}/in.pcap,tx_pcap={tmp_path}/out.pcap"]
-    r = run(args + (["--symmetric"] if symmetric else []))
+    r = run(args + (["--symmetric"] if symmetric else [])
+            + (["--no-idle-backoff"] if busy else []))       # every process polls without pause
     assert r.returncode == 0, r.stdout + r.stderr
     ev = events(r.stdout)
     summary = ev[-1]
