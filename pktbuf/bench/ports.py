@@ -170,9 +170,10 @@ def main(argv=None) -> int:
     if kinds:
         from . import ports_afpacket as A
         from . import ports_afxdp as X
+        from . import ports_sides as S
         import os
-        A.NICE["value"] = a.nice
-        A.BUSY_POLL["value"] = not a.idle_backoff
+        S.NICE["value"] = a.nice
+        S.BUSY_POLL["value"] = not a.idle_backoff
         meta = out["afpacket"] = {"loadavg_start": os.getloadavg(), "cpus": os.cpu_count(),
                                   "argv": sys.argv, "quick": a.quick, "nice": a.nice,
                                   "pktbuf_polling": "backoff" if a.idle_backoff else "busy"}

@@ -17,6 +17,7 @@ packet at a fixed offered load, as for AF_PACKET.
 from __future__ import annotations
 
 from . import ports_afpacket as A
+from . import ports_print as P
 
 DRIVER = "net_af_xdp"
 
@@ -31,11 +32,11 @@ def measure_fwd(**kw) -> dict:
 
 
 def print_rx(res: dict) -> int:
-    if not A.print_head(res, "\nAF_XDP 64 B rx-only over veth (copy mode): busy TSC cycles "
+    if not P.print_head(res, "\nAF_XDP 64 B rx-only over veth (copy mode): busy TSC cycles "
                              "per packet of the receiver (CPU 1)\nat a fixed offered load "
                              "(generator on CPU 0), alternating rounds"):
         return 1
-    rc = A._print_cycles(res)
+    rc = P._print_cycles(res)
     names = {"pktbuf": "pktbuf AF_XDP", "pktbuf_coalesced": "pktbuf AF_XDP coalesced",
              "testpmd": "testpmd net_af_xdp", "pktbuf_af_packet": "pktbuf AF_PACKET"}
     targets = {"testpmd": "<= 1.0x", "pktbuf_af_packet": "<= 0.67x"}
@@ -48,5 +49,5 @@ def print_rx(res: dict) -> int:
 
 
 def print_fwd(res: dict) -> int:
-    return A.print_fwd(res, "\nAF_XDP 64 B io forwarding between two veth pairs (copy mode): "
+    return P.print_fwd(res, "\nAF_XDP 64 B io forwarding between two veth pairs (copy mode): "
                             "forwarder on CPU 1, generator + sink on CPU 0", "")
