@@ -273,6 +273,7 @@ def main(argv=None) -> int:
                       + ("; Ctrl-C to stop" if not a.seconds else ""))
         else:
             out({"event": "start", "mode": a.forward_mode,
+                 "idle_backoff": fw.idle_max_us != BUSY_POLL,
                  "ports": [{"port_id": p.port_id, "name": p.name, "driver": p.driver}
                            for p in fw.ports],
                  "streams": fw.streams.tolist()})

@@ -60,6 +60,7 @@ class PktbufSide:
                                             "--json", "--no-telemetry"]
                                  + (["--no-idle-backoff"] if BUSY_POLL["value"] else []))
         self.proc = None
+        self.started: dict = {}
         self.status = "ok"
         self.reason = ""
 
@@ -73,6 +74,7 @@ class PktbufSide:
             self.status, self.reason = "failed", f"pktbuf fwd did not start: {line.strip()}"
             self.close()
             return False
+        self.started = json.loads(line)
         return True
 
     @property
@@ -101,7 +103,8 @@ class PktbufSide:
         return {"packets": cc["packets"], "busy_cycles": cc["busy_cycles"],
                 "cycles_per_packet": cc["cycles_per_packet"], "rx": acc["rx"], "tx": acc["tx"],
                 "tx_dropped": acc["tx_dropped"], "rx_missed": acc["rx_dropped"],
-                "mbufs_in_use_at_close": s["mbufs_in_use_at_close"], "tsc_hz": cc["tsc_hz"]}
+                "mbufs_in_use_at_close": s["mbufs_in_use_at_close"], "tsc_hz": cc["tsc_hz"],
+                "idle_backoff": self.started.get("idle_backoff")}
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -157,6 +157,7 @@ def test_cli_seconds_json_summary():
     assert p.returncode == 0, err
     lines = [json.loads(x) for x in out.splitlines()]
     assert lines[0]["event"] == "start" and lines[-1]["event"] == "summary"
+    assert lines[0]["idle_backoff"] is True
     assert sum(1 for x in lines if x["event"] == "stats") >= 2
     s = lines[-1]
     assert s["stopped_by"] == "seconds" and s["mbufs_in_use_at_close"] == 0
@@ -326,5 +327,7 @@ def test_cli_no_idle_backoff():
               "--no-telemetry", "--no-idle-backoff"])
     out, err = p.communicate(timeout=600)
     assert p.returncode == 0, err
-    s = [json.loads(x) for x in out.splitlines()][-1]
+    ev = [json.loads(x) for x in out.splitlines()]
+    assert ev[0]["event"] == "start" and ev[0]["idle_backoff"] is False
+    s = ev[-1]
     assert s["stopped_by"] == "seconds" and s["mbufs_in_use_at_close"] == 0

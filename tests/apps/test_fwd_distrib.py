@@ -66,6 +66,7 @@ def test_every_packet_once_and_flows_placed_by_rss(tmp_path, symmetric, busy):
             + (["--no-idle-backoff"] if busy else []))       # every process polls without pause
     assert r.returncode == 0, r.stdout + r.stderr
     ev = events(r.stdout)
+    assert ev[0]["event"] == "start" and ev[0]["idle_backoff"] is not busy
     summary = ev[-1]
     assert summary["event"] == "summary" and summary["stopped_by"] == "eof"
     assert summary["mbufs_in_use_at_close"] == 0 and summary["unrouted"] == 0

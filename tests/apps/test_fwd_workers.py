@@ -89,6 +89,7 @@ def _start(ns, args):
         pytest.fail(f"pktbuf fwd did not start: {p.stderr.read()}")
     ev = json.loads(line)
     assert ev["event"] == "start", ev
+    assert ev["idle_backoff"] is ("--no-idle-backoff" not in args)
     return p, ev
 
 
@@ -112,14 +113,16 @@ def _finish(p, sig=signal.SIGINT):
     return lines[-1], lines, err
 
 
-def test_two_workers_share_an_interface_by_flow(ns, tmp_path):
+@pytest.mark.parametrize("busy", [False, True])
+def test_two_workers_share_an_interface_by_flow(ns, tmp_path, busy):
     """Two workers in one fanout group on veth0, each writing what it receives to its own
     capture file: every frame the peer sent is in exactly one file, every flow in one file
-    only, and both workers got flows."""
+    only, and both workers got flows (also with workers that poll without pause)."""
     out = tmp_path / "o-{worker}.pcap"
     p, ev = _start(ns, ["--workers", "2", "--vdev", "net_af_packet0,iface=veth0",
                         "--vdev", f"net_pcap1,tx_pcap={out}", "--forward-mode", "io",
-                        "--stats-period", "0.2", "--no-telemetry"])
+                        "--stats-period", "0.2", "--no-telemetry"]
+                   + (["--no-idle-backoff"] if busy else []))
     assert ev["workers"] == 2 and len(set(ev["worker_pids"])) == 2
     try:
         want = []

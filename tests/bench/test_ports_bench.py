@@ -84,15 +84,23 @@ def test_ports_afpacket_rx_quick(tmp_path):
     for who in ("pktbuf", "testpmd"):
         assert d["probe"][who]["received_pps"] > 0
     assert doc["afpacket"]["quick"] is True
+    # pktbuf fwd polled as testpmd does (it says so itself in its start event)
+    assert doc["afpacket"]["pktbuf_polling"] == "busy"
+    assert [r["idle_backoff"] for r in d["runs"]["pktbuf"]] == [False] * len(d["runs"]["pktbuf"])
 
 
 def test_ports_afpacket_fwd_quick(tmp_path):
     _need_afpacket()
     out = tmp_path / "ports.json"
-    r = run_cli("bench", "ports", "--only", "afpacket_fwd", "--quick", "--json", str(out))
+    r = run_cli("bench", "ports", "--only", "afpacket_fwd", "--quick", "--json", str(out),
+                "--idle-backoff")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "io forwarding between two veth pairs" in r.stdout and "target >= 1.0x" in r.stdout
-    d = json.loads(out.read_text())["afpacket_fwd"]
+    doc = json.loads(out.read_text())
+    d = doc["afpacket_fwd"]
+    assert doc["afpacket"]["pktbuf_polling"] == "backoff"          # pktbuf fwd's default
+    runs = [r for r in d["runs"]["pktbuf"] if r["status"] == "ok"]
+    assert runs and all(r["idle_backoff"] is True for r in runs)
     _check_fwd(d)
     if d["testpmd"]["loss_free_pps"]:
         assert d["rate_ratio"] == d["pktbuf"]["loss_free_pps"] / d["testpmd"]["loss_free_pps"]
