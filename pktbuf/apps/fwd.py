@@ -144,6 +144,11 @@ class Forwarder:
         self.cnt = np.zeros((MAX_PORTS, F_WORDS), np.int64)
         self.scratch = np.empty(MAX_BURST, np.int32)
 
+    @property
+    def idle_backoff(self) -> bool:
+        """Whether the loop backs off when idle (False: it polls without pause)."""
+        return self.idle_max_us != BUSY_POLL
+
     def warm(self) -> None:
         """Compile (or load) the loop: one call over no streams."""
         fwd_loop(self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
@@ -273,7 +278,7 @@ def main(argv=None) -> int:
                       + ("; Ctrl-C to stop" if not a.seconds else ""))
         else:
             out({"event": "start", "mode": a.forward_mode,
-                 "idle_backoff": fw.idle_max_us != BUSY_POLL,
+                 "idle_backoff": fw.idle_backoff,
                  "ports": [{"port_id": p.port_id, "name": p.name, "driver": p.driver}
                            for p in fw.ports],
                  "streams": fw.streams.tolist()})

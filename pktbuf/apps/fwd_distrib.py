@@ -274,7 +274,7 @@ def main_distrib(a, peers: dict) -> int:
         df.start()
         start = {"event": "start", "mode": a.forward_mode, "workers": a.workers,
                  "distributor": True, "worker_pids": [p.pid for p in df.procs],
-                 "idle_backoff": not a.no_idle_backoff,
+                 "idle_backoff": df.fw.idle_backoff,
                  "ports": [{"port_id": p.port_id, "name": p.name, "driver": p.driver}
                            for p in df.ports], "streams": df.fw.streams.tolist()}
         if a.json:
