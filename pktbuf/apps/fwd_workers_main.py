@@ -93,7 +93,8 @@ def main_workers(a, peers: dict) -> int:
             stop["why"] = "worker failed to start"
         elif a.json:
             emit_json({"event": "start", "mode": a.forward_mode, "workers": a.workers,
-                       "idle_backoff": wk.opts["idle_backoff"], "ports": wk.names, "streams": wk.streams,
+                       "idle_backoff": wk.opts["idle_backoff"], "ports": wk.names,
+                       "streams": wk.streams,
                        "worker_pids": [int(wk.sh.ctl[w, C_PID]) for w in range(wk.n)]})
         else:
             emit_text(f"pktbuf fwd: {len(wk.names)} port(s), {a.forward_mode} mode, "
