@@ -66,7 +66,7 @@ def _demo(argv) -> int:
 
 
 def _fwd(argv) -> int:
-    from pktbuf.apps import fwd
+    from pktbuf.apps.fwd import main as fwd
     return fwd.main(argv)
 
 

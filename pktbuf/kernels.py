@@ -30,64 +30,64 @@ from .atomics import (cas, compiler_barrier, cpu_pause, exchange, fence, fence_a
                       fence_release, fetch_add, fetch_and, fetch_or, fetch_sub, field_cas,
                       field_fetch_add, field_load_acquire, field_store_release, load_acquire,
                       load_relaxed, store_release, store_relaxed)
-from .mbuf.check import mbuf_check, mbuf_handle_valid, mbuf_raw_check, pktmbuf_free_check  # noqa: F401
-from .mbuf.data import (pktmbuf_adj, pktmbuf_append, pktmbuf_buffer, pktmbuf_chain,  # noqa: F401
-                        pktmbuf_copy, pktmbuf_data, pktmbuf_headroom, pktmbuf_is_contiguous,
-                        pktmbuf_lastseg, pktmbuf_linearize, pktmbuf_mtod, pktmbuf_mtod_offset,
-                        pktmbuf_prepend, pktmbuf_read, pktmbuf_tailroom, pktmbuf_trim)
-from .mbuf.dynfield import mbuf_dynfield_read, mbuf_dynfield_write  # noqa: F401
-from .mbuf.free import (pktmbuf_free, pktmbuf_free_bulk, pktmbuf_free_bulk_staged,  # noqa: F401
-                        pktmbuf_free_seg, pktmbuf_prefree_seg)
-from .mbuf.indirect import (mbuf_from_indirect, mbuf_refcnt_read, mbuf_refcnt_set,  # noqa: F401
-                            mbuf_refcnt_update, pktmbuf_attach, pktmbuf_clone, pktmbuf_detach,
-                            pktmbuf_refcnt_update)
-from .mbuf.layout import F_EXTERNAL, F_INDIRECT, NULL, PORT_INVALID  # noqa: F401
-from .mbuf.offload import mbuf_tx_offload  # noqa: F401
-from .mbuf.raw import (mbuf_raw_alloc, mbuf_raw_alloc_bulk, mbuf_raw_free,  # noqa: F401
-                       mbuf_raw_free_bulk, pktmbuf_alloc, pktmbuf_alloc_bulk, pktmbuf_reset)
-from .mempool.kernels import (mempool_avail_count, mempool_cache_flush, mempool_get,  # noqa: F401
-                              mempool_get_bulk, mempool_in_use_count, mempool_put,
-                              mempool_put_bulk)
+from .buf.mbuf.check import mbuf_check, mbuf_handle_valid, mbuf_raw_check, pktmbuf_free_check  # noqa: F401
+from .buf.mbuf.data import (pktmbuf_adj, pktmbuf_append, pktmbuf_buffer, pktmbuf_chain,  # noqa: F401
+                            pktmbuf_copy, pktmbuf_data, pktmbuf_headroom, pktmbuf_is_contiguous,
+                            pktmbuf_lastseg, pktmbuf_linearize, pktmbuf_mtod, pktmbuf_mtod_offset,
+                            pktmbuf_prepend, pktmbuf_read, pktmbuf_tailroom, pktmbuf_trim)
+from .buf.mbuf.dynfield import mbuf_dynfield_read, mbuf_dynfield_write  # noqa: F401
+from .buf.mbuf.free import (pktmbuf_free, pktmbuf_free_bulk, pktmbuf_free_bulk_staged,  # noqa: F401
+                            pktmbuf_free_seg, pktmbuf_prefree_seg)
+from .buf.mbuf.indirect import (mbuf_from_indirect, mbuf_refcnt_read, mbuf_refcnt_set,  # noqa: F401
+                                mbuf_refcnt_update, pktmbuf_attach, pktmbuf_clone, pktmbuf_detach,
+                                pktmbuf_refcnt_update)
+from .buf.mbuf.layout import F_EXTERNAL, F_INDIRECT, NULL, PORT_INVALID  # noqa: F401
+from .buf.mbuf.offload import mbuf_tx_offload  # noqa: F401
+from .buf.mbuf.raw import (mbuf_raw_alloc, mbuf_raw_alloc_bulk, mbuf_raw_free,  # noqa: F401
+                           mbuf_raw_free_bulk, pktmbuf_alloc, pktmbuf_alloc_bulk, pktmbuf_reset)
+from .buf.mempool.kernels import (mempool_avail_count, mempool_cache_flush, mempool_get,  # noqa: F401
+                                  mempool_get_bulk, mempool_in_use_count, mempool_put,
+                                  mempool_put_bulk)
 from .lcore import LCORE_ANY, MAX_LCORE  # noqa: F401
-from .memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noqa: F401
-from .eth_ring.burst import eth_ring_rx_burst, eth_ring_tx_burst  # noqa: F401
-from .af_packet.rx import af_packet_rx_burst, af_packet_rx_wait  # noqa: F401
-from .af_packet.tx import af_packet_tx_burst  # noqa: F401
-from .af_xdp.rx import (af_xdp_fill, af_xdp_rx_burst, af_xdp_rx_count,  # noqa: F401
-                        af_xdp_rx_wait)
-from .af_xdp.tx import af_xdp_complete, af_xdp_tx_burst  # noqa: F401
+from .drivers.memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst  # noqa: F401
+from .drivers.ring.burst import eth_ring_rx_burst, eth_ring_tx_burst  # noqa: F401
+from .drivers.af_packet.rx import af_packet_rx_burst, af_packet_rx_wait  # noqa: F401
+from .drivers.af_packet.tx import af_packet_tx_burst  # noqa: F401
+from .drivers.af_xdp.rx import (af_xdp_fill, af_xdp_rx_burst, af_xdp_rx_count,  # noqa: F401
+                                af_xdp_rx_wait)
+from .drivers.af_xdp.tx import af_xdp_complete, af_xdp_tx_burst  # noqa: F401
 from .ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst  # noqa: F401
-from .memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
-from .pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error  # noqa: F401
-from .pcap.tx import pcap_tx_burst, pcap_tx_flush  # noqa: F401
+from .drivers.memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
+from .drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error  # noqa: F401
+from .drivers.pcap.tx import pcap_tx_burst, pcap_tx_flush  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401
-from .heap.audit import heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
-from .heap.kernels import (heap_cache_flush, heap_calloc, heap_free,  # noqa: F401
-                           heap_lcore_free, heap_lcore_malloc, heap_lcore_zmalloc, heap_malloc,
-                           heap_realloc, heap_zmalloc)
-from .pagepool.arena import (alloc_page, alloc_pages_bulk, get_page, page_address,  # noqa: F401
-                             page_ref_count, put_page)
-from .pagepool.alloc import page_pool_alloc_pages  # noqa: F401
-from .pagepool.kernels import (page_pool_destroy, page_pool_get_dma_addr,  # noqa: F401
-                               page_pool_get_stats, page_pool_inflight, page_pool_release)
-from .pagepool.recycle import (page_pool_put_full_page, page_pool_put_page,  # noqa: F401
-                               page_pool_put_page_bulk, page_pool_recycle_direct,
-                               page_pool_ref_page, page_pool_release_page)
+from .buf.heap.audit import heap_get_stats, heap_malloc_validate, heap_validate  # noqa: F401
+from .buf.heap.kernels import (heap_cache_flush, heap_calloc, heap_free,  # noqa: F401
+                               heap_lcore_free, heap_lcore_malloc, heap_lcore_zmalloc, heap_malloc,
+                               heap_realloc, heap_zmalloc)
+from .buf.pagepool.arena import (alloc_page, alloc_pages_bulk, get_page, page_address,  # noqa: F401
+                                 page_ref_count, put_page)
+from .buf.pagepool.alloc import page_pool_alloc_pages  # noqa: F401
+from .buf.pagepool.kernels import (page_pool_destroy, page_pool_get_dma_addr,  # noqa: F401
+                                   page_pool_get_stats, page_pool_inflight, page_pool_release)
+from .buf.pagepool.recycle import (page_pool_put_full_page, page_pool_put_page,  # noqa: F401
+                                   page_pool_put_page_bulk, page_pool_recycle_direct,
+                                   page_pool_ref_page, page_pool_release_page)
 from .spinlock import spin_is_locked, spin_lock, spin_trylock, spin_unlock  # noqa: F401
 from .rawmem import (addr_u8, copy_in_bounds, fill_in_bounds, load_u8, memcpy,  # noqa: F401
                      move_in_bounds,
                      memmove, memset, stack_i32, store_u8)
-from .rss.reta import reta_init, reta_queue, reta_update, rss_queue_bulk  # noqa: F401
-from .rss.thash import (convert_rss_key, softrss, softrss_be, thash_bulk,  # noqa: F401
-                        thash_lut, thash_table_init)
-from .rss.tuple import rss_hash_bulk, rss_hash_frame, rss_parse, rss_tuple  # noqa: F401
-from .distrib.kernels import (distributor_burst, distributor_ring_count,  # noqa: F401
-                              distributor_return_burst, distributor_returned_pkts,
-                              distributor_worker_burst, distributor_worker_done)
-from .ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
-                           ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,
-                           ring_mc_dequeue_bulk, ring_mc_dequeue_burst, ring_mp_enqueue_bulk,
-                           ring_mp_enqueue_burst, ring_sc_dequeue_bulk, ring_sc_dequeue_burst,
-                           ring_sp_enqueue_bulk, ring_sp_enqueue_burst)
+from .net.rss.reta import reta_init, reta_queue, reta_update, rss_queue_bulk  # noqa: F401
+from .net.rss.thash import (convert_rss_key, softrss, softrss_be, thash_bulk,  # noqa: F401
+                            thash_lut, thash_table_init)
+from .net.rss.tuple import rss_hash_bulk, rss_hash_frame, rss_parse, rss_tuple  # noqa: F401
+from .net.distrib.kernels import (distributor_burst, distributor_ring_count,  # noqa: F401
+                                  distributor_return_burst, distributor_returned_pkts,
+                                  distributor_worker_burst, distributor_worker_done)
+from .buf.ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst,  # noqa: F401
+                               ring_enqueue_bulk, ring_enqueue_burst, ring_free_count,
+                               ring_mc_dequeue_bulk, ring_mc_dequeue_burst, ring_mp_enqueue_bulk,
+                               ring_mp_enqueue_burst, ring_sc_dequeue_bulk, ring_sc_dequeue_burst,
+                               ring_sp_enqueue_bulk, ring_sp_enqueue_burst)
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,7 +1,7 @@
 """The socket system calls the kernel-bypass port kernels make (AF_PACKET, AF_XDP): ``poll`` on
 one fd, the Tx ring's kick, the Rx wake-up and the pending socket error.
 
-Numba cannot call into the OS by itself.  As in :mod:`pktbuf.memif._sys`, these intrinsics
+Numba cannot call into the OS by itself.  As in :mod:`pktbuf.drivers.memif._sys`, these intrinsics
 declare the libc functions by name (``poll``, ``sendto``, ``getsockopt``,
 ``__errno_location``), so the symbols
 are resolved when the compiled code is loaded and the kernels stay cacheable; a ``ctypes``

@@ -15,12 +15,12 @@ from numba.core import types
 from numba.core.registry import CPUDispatcher
 
 FACADE_KERNEL_MODULES = (
-    "pktbuf.api._entry", "pktbuf.mbuf.data", "pktbuf.mbuf.indirect", "pktbuf.mbuf.raw",
-    "pktbuf.mbuf.check", "pktbuf.mbuf.free", "pktbuf.mbuf.dynfield", "pktbuf.mbuf.offload",
-    "pktbuf.mempool.kernels", "pktbuf.ring.kernels",
-    "pktbuf.heap.kernels", "pktbuf.heap.elem", "pktbuf.heap.audit",
-    "pktbuf.pagepool.kernels", "pktbuf.pagepool.pages", "pktbuf.pagepool.alloc",
-    "pktbuf.pagepool.recycle", "pktbuf.pagepool.arena",
+    "pktbuf.buf.domain.entry", "pktbuf.buf.mbuf.data", "pktbuf.buf.mbuf.indirect", "pktbuf.buf.mbuf.raw",
+    "pktbuf.buf.mbuf.check", "pktbuf.buf.mbuf.free", "pktbuf.buf.mbuf.dynfield", "pktbuf.buf.mbuf.offload",
+    "pktbuf.buf.mempool.kernels", "pktbuf.buf.ring.kernels",
+    "pktbuf.buf.heap.kernels", "pktbuf.buf.heap.elem", "pktbuf.buf.heap.audit",
+    "pktbuf.buf.pagepool.kernels", "pktbuf.buf.pagepool.pages", "pktbuf.buf.pagepool.alloc",
+    "pktbuf.buf.pagepool.recycle", "pktbuf.buf.pagepool.arena",
 )
 
 _OK_INTS = (types.int64, types.uint64)

@@ -1,7 +1,7 @@
 """Rules of the package layout that import-linter cannot see.
 
 * Importing ``pktbuf.x.kernels`` runs ``pktbuf/x/__init__.py`` first, an edge the import graph
-  does not show: so no package ``__init__`` below ``pktbuf.api`` may hold code -- a docstring,
+  does not show: so no package ``__init__`` but the top level may hold code -- a docstring,
   nothing else.
 * Private names (``_x``) stay inside their package: a name another package needs is public.
 * No source file refers to material outside the repository.

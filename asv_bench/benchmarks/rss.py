@@ -5,7 +5,7 @@ kernel call hashes many bulks; the lookup table is built once per key."""
 from pktbuf.bench.core import NEVER, QUICK
 from pktbuf.bench.rss import RssBench
 from pktbuf.bench.tsc import tsc_hz
-from pktbuf.rss.thash import DEFAULT_RSS_KEY, key_array, new_table, thash_table_init
+from pktbuf.net.rss.thash import DEFAULT_RSS_KEY, key_array, new_table, thash_table_init
 
 BULKS = 200 if QUICK else 20_000
 

@@ -5,8 +5,8 @@
   out port's MAC, as DPDK's l2fwd sample does -- testpmd's ``mac`` mode with each port's MAC
   set to ``02:00:00:00:00:<port>`` and the default peers.
 
-It is ``pktbuf fwd`` 's :class:`~pktbuf.apps.fwd.Forwarder` over two ``net_memif`` ports (the
-port model's ``rx_burst``/``tx_burst`` loop in :mod:`pktbuf.apps.fwd_loop`), printing the
+It is ``pktbuf fwd`` 's :class:`~pktbuf.apps.fwd.forwarder.Forwarder` over two ``net_memif`` ports (the
+port model's ``rx_burst``/``tx_burst`` loop in :mod:`pktbuf.apps.fwd.loop`), printing the
 demo's JSON counter lines.  ``examples/memif_forwarder.py`` runs :func:`forwarder_main`;
 ``pktbuf demo`` starts it.
 """
@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .counters import CNT_BYTES, CNT_DROPS, CNT_RX, CNT_TX, counters, emit
-from .fwd_loop import F_RX, F_RX_BYTES, F_TX, F_TX_DROP
+from .fwd.loop import F_RX, F_RX_BYTES, F_TX, F_TX_DROP
 
 MODES = ("macswap", "l2fwd")
 
@@ -36,7 +36,7 @@ def _vdev(port: int, sock: str) -> str:
 
 def make_forwarder(mode: str, sock0: str, sock1: str):
     """The Forwarder of the demo: ``macswap`` on one port, or ``l2fwd`` (mac mode) on two."""
-    from .fwd import Forwarder
+    from .fwd.forwarder import Forwarder
     if mode == "l2fwd":
         return Forwarder([_vdev(0, sock0), _vdev(1, sock1)], "mac")
     return Forwarder([_vdev(0, sock0)], "macswap")
@@ -84,8 +84,8 @@ def forwarder_main(argv=None) -> int:
 
 def warm() -> None:
     """Compile (or load) the loop here, before child processes would compile it at once."""
-    from ..api.ring_port import RingPort
-    from .fwd import Forwarder
+    from ..drivers.ring.api import RingPort
+    from .fwd.forwarder import Forwarder
     fw = Forwarder([lambda pool, pid: RingPort(pool=pool, port_id=pid)], "mac", nb_mbufs=256)
     try:
         fw.warm()

@@ -14,8 +14,8 @@ import numpy as np
 
 from .._jit import kernel
 from ..idle import IDLE_SLEEP_MAX_US, idle_backoff, now_ns
-from ..mbuf.free import pktmbuf_free_bulk
-from ..memif.datapath import memif_rx_burst, memif_tx_burst
+from ..buf.mbuf.free import pktmbuf_free_bulk
+from ..drivers.memif.datapath import memif_rx_burst, memif_tx_burst
 from ..rawmem import addr_u8, stack_i32
 from .counters import CNT_BAD, CNT_BYTES, CNT_DROPS, CNT_RX, CNT_TX, run_timed
 from .forwarder import MODES, port_mac
@@ -79,8 +79,8 @@ def traffic_main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--size", type=int, default=64)
     a = ap.parse_args(argv)
-    from ..api.memif import Memif
-    from ..api.pools import PktmbufPool
+    from ..drivers.memif.api.memif import Memif
+    from ..buf.domain.pools import PktmbufPool
     pool = PktmbufPool(16384, 256, name="traffic")
     cap = int(pool.data_room) - int(pool.headroom)
     if not MIN_PKT_LEN <= a.size <= cap:
@@ -113,8 +113,8 @@ def traffic_main(argv=None) -> int:
 
 def warm() -> None:
     """Compile (or load) the loop here, before child processes would compile it at once."""
-    from ..api.pools import PktmbufPool
-    from ..memif.queue import queue_alloc
+    from ..buf.domain.pools import PktmbufPool
+    from ..drivers.memif.queue import queue_alloc
     from .counters import counters
     pool = PktmbufPool(64, 0, name="warm-traffic")
     q = queue_alloc()

@@ -17,7 +17,7 @@ import struct
 import numpy as np
 
 from .._jit import kernel
-from ..mbuf.raw import pktmbuf_alloc_bulk
+from ..buf.mbuf.raw import pktmbuf_alloc_bulk
 from ..rawmem import copy_in_bounds
 
 HDR_LEN = 14 + 20 + 8       # Ethernet + IPv4 + UDP

@@ -268,7 +268,7 @@ class CoreBench:
     """
 
     def __init__(self, domain=None):
-        from ..api.pools import PktmbufPool
+        from ..buf.domain.pools import PktmbufPool
         self.a = PktmbufPool(POOL_N, CACHE, DATAROOM, domain=domain, name="bench_a")
         self.b = PktmbufPool(POOL_N, CACHE, DATAROOM, domain=self.a.domain, name="bench_b")
         self.raw = PktmbufPool(POOL_N, CACHE, DATAROOM, domain=self.a.domain, name="bench_raw")

@@ -6,9 +6,9 @@ rooms are filled once; an allocated mbuf finds its frame there), the worker stag
 MAC addresses (``macswap``) and frees the burst.  Bursts of 32.
 
 * **hop** (one thread, in-JIT, fenced TSC, the core bench's sampling): ``base`` = allocate a
-  burst, worker stage; ``hop`` = allocate, :func:`~pktbuf.distrib.kernels.distributor_burst`
+  burst, worker stage; ``hop`` = allocate, :func:`~pktbuf.net.distrib.kernels.distributor_burst`
   (Toeplitz over the tuple, RETA, enqueue), the worker's
-  :func:`~pktbuf.distrib.kernels.distributor_worker_burst`, worker stage; ``hop_prehashed`` =
+  :func:`~pktbuf.net.distrib.kernels.distributor_worker_burst`, worker stage; ``hop_prehashed`` =
   the same with the hash taken from the mbuf (a port that sets it).  Variants take turns
   sample by sample; the figure is ``hop - base`` per packet (the distributor's added cost),
   with a 95 % bootstrap interval over the paired samples.  One thread: rings and descriptors
@@ -35,9 +35,9 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import load_acquire
-from ..distrib.kernels import distributor_burst, distributor_worker_burst
-from ..mbuf.free import pktmbuf_free_bulk
-from ..mbuf.raw import pktmbuf_alloc_bulk
+from ..net.distrib.kernels import distributor_burst, distributor_worker_burst
+from ..buf.mbuf.free import pktmbuf_free_bulk
+from ..buf.mbuf.raw import pktmbuf_alloc_bulk
 from ..rawmem import addr_u8
 from . import results as R
 from .core import NEVER, QUICK, BenchError, chunking
@@ -190,8 +190,8 @@ class Setup:
     here, or the mbuf's) -- warm."""
 
     def __init__(self, workers: int = 1):
-        from ..api.distributor import Distributor
-        from ..api.pools import PktmbufPool
+        from ..net.distrib.api import Distributor
+        from ..buf.domain.pools import PktmbufPool
         from ..lcore import reserve_lcores
         reserve_lcores(4)
         self.pool = PktmbufPool(POOL, cache_size=256, name="bench-distrib")
@@ -236,7 +236,7 @@ class Setup:
 
 
 def _append(pool, h, data):
-    from ..api.mbuf import Mbuf
+    from ..buf.domain.mbuf import Mbuf
     Mbuf(pool.domain, h).append_bytes(data)
 
 

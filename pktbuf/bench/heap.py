@@ -37,8 +37,8 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import compiler_barrier, fetch_add, load_acquire
-from ..api.heap import Heap
-from ..heap.kernels import heap_free, heap_lcore_free, heap_lcore_malloc, heap_malloc
+from ..buf.heap.api import Heap
+from ..buf.heap.kernels import heap_free, heap_lcore_free, heap_lcore_malloc, heap_malloc
 from ..rawmem import memset
 from . import results as R
 from .outputs import add_output_args, check_output_args, recorded, write_outputs

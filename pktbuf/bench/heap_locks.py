@@ -3,7 +3,7 @@
 
 The loops call the *counted* kernels (``heap_lcore_malloc_counted`` /
 ``heap_lcore_free_counted``: the same code as the release kernels, compiled with the heap
-lock's statistics switched on, :mod:`pktbuf.heap.lock`).  Per heap kind and block size, two
+lock's statistics switched on, :mod:`pktbuf.buf.heap.lock`).  Per heap kind and block size, two
 threads (lcores 0 and 1) do malloc + free pairs; the figures, summed over both threads:
 
 * ``acq/pair``: heap-lock acquisitions per pair (2 without caches, ~0 with a cache hit);
@@ -30,10 +30,10 @@ import numpy as np
 
 from .._jit import kernel
 from ..atomics import fetch_add, load_acquire
-from ..heap.kernels import heap_lcore_free_counted, heap_lcore_malloc_counted
-from ..heap.layout import (H_LAST_OWNER, LS_ACQUIRE, LS_BACKOFF_CYC, LS_CACHE_HIT, LS_CONTENDED,
-                           LS_HANDOFF, LS_HIST_HOLD, LS_HIST_WAIT, LS_HOLD_CYC, LS_ROWS,
-                           LS_WAIT_CYC, LS_WORDS, LS_ZERO_BYTES, LS_ZERO_CYC)
+from ..buf.heap.kernels import heap_lcore_free_counted, heap_lcore_malloc_counted
+from ..buf.heap.layout import (H_LAST_OWNER, LS_ACQUIRE, LS_BACKOFF_CYC, LS_CACHE_HIT, LS_CONTENDED,
+                               LS_HANDOFF, LS_HIST_HOLD, LS_HIST_WAIT, LS_HOLD_CYC, LS_ROWS,
+                               LS_WAIT_CYC, LS_WORDS, LS_ZERO_BYTES, LS_ZERO_CYC)
 from .tsc import tsc_hz
 
 

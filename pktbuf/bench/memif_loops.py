@@ -12,8 +12,8 @@ from .._jit import kernel
 from ..apps.counters import CNT_DROPS, CNT_RX, CNT_TX
 from ..apps.txonly import txonly_alloc_burst
 from ..idle import IDLE_SLEEP_MAX_US, idle_backoff, now_ns
-from ..mbuf.free import pktmbuf_free_bulk
-from ..memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst
+from ..buf.mbuf.free import pktmbuf_free_bulk
+from ..drivers.memif.datapath import memif_link_up, memif_rx_burst, memif_tx_burst
 from ..rawmem import stack_i32
 
 BURST = 32
@@ -137,10 +137,10 @@ def pingpong_loop(dom, pid, lcore, txq, rxq, hdr, pkt_len, window, deadline_ns, 
 
 def warm() -> None:
     """Compile (or load) every loop here, before child processes would compile them at once."""
-    from ..api.pools import PktmbufPool
+    from ..buf.domain.pools import PktmbufPool
     from ..apps.counters import counters
     from ..apps.txonly import udp_headers
-    from ..memif.queue import queue_alloc
+    from ..drivers.memif.queue import queue_alloc
     pool = PktmbufPool(64, 0, name="bench-warm")
     q = queue_alloc()
     cnt = counters()

@@ -199,8 +199,8 @@ class Loopback:
     _seq = 0
 
     def __init__(self, buffer_size=2048, force_general=False, zero_copy=False, log2=10, pool=None):
-        from ..api.memif import Memif
-        from ..api.pools import PktmbufPool
+        from ..drivers.memif.api.memif import Memif
+        from ..buf.domain.pools import PktmbufPool
         Loopback._seq += 1
         name = f"/pktbuf-bench-{os.getpid()}-{Loopback._seq}"
         self.pool = pool or PktmbufPool(16384, POOL_CACHE, name="bench-lo")
@@ -263,9 +263,9 @@ def _child(argv) -> int:
     ap.add_argument("--interval", type=float, default=0.5)
     a = ap.parse_args(argv)
     _pin(a.cpu)
-    from ..api.memif import Memif
-    from ..api.pools import PktmbufPool
-    from ..memif import layout as L
+    from ..drivers.memif.api.memif import Memif
+    from ..buf.domain.pools import PktmbufPool
+    from ..drivers.memif import layout as L
     pool = PktmbufPool(POOL_MBUFS, POOL_CACHE, name=a.role)
     kw = dict(pool=pool, buffer_size=a.bsize, force_general=a.general)
     client = a.role in ("sender", "pingpong")

@@ -25,10 +25,10 @@ import sys
 import numpy as np
 
 from .._jit import kernel
-from ..api.pagepool import PageArena, PagePool
-from ..pagepool.arena import put_page
-from ..pagepool.alloc import page_pool_alloc_pages
-from ..pagepool.recycle import page_pool_put_page, page_pool_release_page
+from ..buf.pagepool.api import PageArena, PagePool
+from ..buf.pagepool.arena import put_page
+from ..buf.pagepool.alloc import page_pool_alloc_pages
+from ..buf.pagepool.recycle import page_pool_put_page, page_pool_release_page
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
 WORKLOADS = ("release", "ring", "direct")

@@ -32,10 +32,10 @@ import time
 import numpy as np
 
 from .._jit import kernel
-from ..mbuf.free import pktmbuf_free, pktmbuf_free_bulk
-from ..mbuf.raw import pktmbuf_alloc_bulk
-from ..pcap.rx import pcap_rx_burst, pcap_rx_eof
-from ..pcap.tx import pcap_tx_burst
+from ..buf.mbuf.free import pktmbuf_free, pktmbuf_free_bulk
+from ..buf.mbuf.raw import pktmbuf_alloc_bulk
+from ..drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof
+from ..drivers.pcap.tx import pcap_tx_burst
 
 __all__ = ["compare", "pktbuf_read", "pktbuf_write", "testpmd_rates"]
 
@@ -71,7 +71,7 @@ def _tx_loop(dom, pid, q, lcore, burst, size, n):
 
 def pktbuf_read(pool, path: str, burst: int = 32) -> float:
     """Seconds to read every packet of ``path`` through a new PcapPort's Rx queue."""
-    from ..api.pcap import PcapPort
+    from ..drivers.pcap.api.port import PcapPort
     out = np.empty(burst, np.int32)
     with PcapPort(pool, rx_pcap=path, timestamps=False) as port:
         t = time.perf_counter()
@@ -81,7 +81,7 @@ def pktbuf_read(pool, path: str, burst: int = 32) -> float:
 
 def pktbuf_write(pool, path: str, n: int, size: int, burst: int = 32) -> float:
     """Seconds to write ``n`` packets of ``size`` bytes (µs pcap) through a PcapPort."""
-    from ..api.pcap import PcapPort
+    from ..drivers.pcap.api.port import PcapPort
     b = np.empty(burst, np.int32)
     with PcapPort(pool, tx_pcap=path, nano=False) as port:
         t = time.perf_counter()
@@ -119,7 +119,7 @@ def compare(n: int = 200_000, size: int = 64, repeat: int = 5, burst: int = 32,
             dir: str | None = None) -> dict:
     """Mpps of dpkt and pktbuf, reading and writing (see the module docstring)."""
     import dpkt
-    from ..api.pools import PktmbufPool
+    from ..buf.domain.pools import PktmbufPool
     from ..lcore import reserve_lcores
     reserve_lcores(1)
     d = tempfile.mkdtemp(prefix="pktbuf-bench-pcap-", dir=dir)
@@ -173,7 +173,7 @@ def testpmd_rates(n: int = 2_000_000, size: int = 64, dir: str | None = None,
 
     In Mpps.  Returns {} when testpmd is not installed."""
     from ..apps import testpmd as T
-    from ..api.pools import PktmbufPool
+    from ..buf.domain.pools import PktmbufPool
     if not T.available():
         return {}
     d = tempfile.mkdtemp(prefix="pktbuf-bench-pcap-", dir=dir)

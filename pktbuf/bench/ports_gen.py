@@ -24,12 +24,12 @@ import time
 import numpy as np
 
 from .._jit import kernel
-from ..af_packet.rx import af_packet_rx_burst
-from ..af_packet.tx import af_packet_tx_burst
+from ..drivers.af_packet.rx import af_packet_rx_burst
+from ..drivers.af_packet.tx import af_packet_tx_burst
 from ..apps.txonly import txonly_alloc_burst, udp_headers
 from ..atomics import cpu_pause
 from ..idle import now_ns
-from ..mbuf.free import pktmbuf_free_bulk
+from ..buf.mbuf.free import pktmbuf_free_bulk
 
 C_SENT, C_DROP, C_RECV, C_NOMBUF, C_LATE, C_T0, C_T1, C_WORDS = 0, 1, 2, 3, 4, 5, 6, 8
 LATE_NS = 1_000_000
@@ -86,7 +86,7 @@ class Generator:
     def __init__(self, netns: str | None, tx_iface: str, sink_iface: str | None = None,
                  cpu: int = 0, burst: int = BURST):
         import pktbuf
-        from ..api.af_packet import AfPacketPort
+        from ..drivers.af_packet.api import AfPacketPort
         self.cpu = cpu
         self.burst = burst
         self.pool = pktbuf.PktmbufPool(16384, 250, name="bench-gen")
@@ -242,7 +242,7 @@ CLONE_NEWNET = 0x40000000
 def warm() -> None:
     """Compile (or load) :func:`gen_loop` without any port (a zero-length run)."""
     import pktbuf
-    from ..af_packet.layout import AF_PACKET_RXQ, AF_PACKET_TXQ
+    from ..drivers.af_packet.layout import AF_PACKET_RXQ, AF_PACKET_TXQ
     pool = pktbuf.PktmbufPool(64, 0, name="bench-gen-warm")
     try:
         rxq, txq = AF_PACKET_RXQ.create({"scr_mb": 64}), AF_PACKET_TXQ.create()

@@ -32,7 +32,7 @@ def warm() -> None:
     """Compile (or load) the generator and ``pktbuf fwd``'s loop here, before any child
     process loads them (several processes compiling one cached function at once can corrupt
     Numba's cache)."""
-    from ..apps.fwd import Forwarder
+    from ..apps.fwd.forwarder import Forwarder
     G.warm()
     for mode in ("rxonly", "io"):
         fw = Forwarder(["net_ring0"], mode, record_cycles=True)

@@ -196,7 +196,7 @@ def main(argv=None) -> int:
                        QUICK, UNITS)
     ap = argparse.ArgumentParser(
         prog="pktbuf bench core",
-        description="Core mbuf/mempool cases, timed inside Numba: ns per unit; with --dpdk "
+        description="Core buf/mbuf/mempool cases, timed inside Numba: ns per unit; with --dpdk "
                     "beside DPDK 22.11's own calls measured in the same run.")
     ap.add_argument("--quick", action="store_true", help="3 samples of 100000 units, bursts 32 and 256")
     ap.add_argument("--bursts", type=int, nargs="+", default=None, metavar="N",

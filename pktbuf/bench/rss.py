@@ -3,7 +3,7 @@
 ``pktbuf bench rss`` runs :func:`main`; ``asv_bench/benchmarks/rss.py`` uses the same loop.
 Work: bulks of 32 IPv4 + ports tuples (12 bytes), DPDK's common default key, taken in turn
 from ``NTUPLES`` tuples that both sides make alike (splitmix64 from seed 1, see rss_ref.c).
-pktbuf hashes a bulk with :func:`~pktbuf.rss.thash.thash_bulk` (the per-byte lookup table)
+pktbuf hashes a bulk with :func:`~pktbuf.net.rss.thash.thash_bulk` (the per-byte lookup table)
 inside a compiled loop; the DPDK reference (``rss_ref.c``, built with -O3 -march=native)
 with ``rte_softrss`` (the key as programmed), ``rte_softrss_be`` (the key converted once) and,
 where the CPU and the headers have it, ``rte_thash_gfni_bulk``.  Each side XORs one hash per
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .._jit import kernel
-from ..rss.thash import DEFAULT_RSS_KEY, key_array, new_table, thash_bulk, thash_table_init
+from ..net.rss.thash import DEFAULT_RSS_KEY, key_array, new_table, thash_bulk, thash_table_init
 from . import results as R
 from .core import DROP_US, NEVER, QUICK, BenchError, chunking
 from .heap import ratio_ci

@@ -16,21 +16,21 @@ Each driver's kernel can also be called directly with its queue block (``port.rx
 from __future__ import annotations
 
 from .._jit import kernel
-from ..af_packet.layout import AF_PACKET_RXQ, AF_PACKET_TXQ  # noqa: F401
-from ..af_packet.rx import af_packet_rx_burst
-from ..af_packet.tx import af_packet_tx_burst
-from ..af_xdp.layout import AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM  # noqa: F401
-from ..af_xdp.rx import af_xdp_rx_burst
-from ..af_xdp.tx import af_xdp_tx_burst
+from ..drivers.af_packet.layout import AF_PACKET_RXQ, AF_PACKET_TXQ  # noqa: F401
+from ..drivers.af_packet.rx import af_packet_rx_burst
+from ..drivers.af_packet.tx import af_packet_tx_burst
+from ..drivers.af_xdp.layout import AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM  # noqa: F401
+from ..drivers.af_xdp.rx import af_xdp_rx_burst
+from ..drivers.af_xdp.tx import af_xdp_tx_burst
 from ..block import block_at
-from ..eth_ring.burst import eth_ring_rx_burst, eth_ring_tx_burst
-from ..eth_ring.layout import ETH_RING_QUEUE  # noqa: F401  (block_at needs the layouts known)
-from ..mbuf.layout import MBUF_DTYPE  # noqa: F401
-from ..memif.datapath import memif_rx_burst, memif_tx_burst
-from ..memif.queue import MEMIF_QUEUE  # noqa: F401
-from ..pcap.layout import PCAP_RXQ, PCAP_TXQ  # noqa: F401
-from ..pcap.rx import pcap_rx_burst, pcap_rx_eof
-from ..pcap.tx import pcap_tx_burst
+from ..drivers.ring.burst import eth_ring_rx_burst, eth_ring_tx_burst
+from ..drivers.ring.layout import ETH_RING_QUEUE  # noqa: F401  (block_at needs the layouts known)
+from ..buf.mbuf.layout import MBUF_DTYPE  # noqa: F401
+from ..drivers.memif.datapath import memif_rx_burst, memif_tx_burst
+from ..drivers.memif.queue import MEMIF_QUEUE  # noqa: F401
+from ..drivers.pcap.layout import PCAP_RXQ, PCAP_TXQ  # noqa: F401
+from ..drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof
+from ..drivers.pcap.tx import pcap_tx_burst
 from .layout import (H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_PCAP, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND,
                      P_NB_RX, P_NB_TX)
 

@@ -11,19 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..block import Layout
-
-MAX_PORTS = 32          # RTE_MAX_ETHPORTS's default
-MAX_QUEUES = 64         # per direction and port
-
-# port kinds: which driver's kernels a burst dispatches to (0 = no port at this id)
-K_NONE = 0
-K_MEMIF = 1
-K_RING = 2
-K_AF_PACKET = 3
-K_PCAP = 4
-K_AF_XDP = 5
-KIND_NAMES = {K_MEMIF: "net_memif", K_RING: "net_ring", K_AF_PACKET: "net_af_packet",
-              K_PCAP: "net_pcap", K_AF_XDP: "net_af_xdp"}
+# the kinds and limits live below the drivers, which stamp their ports with them
+from ..drivers.common.kinds import (K_AF_PACKET, K_AF_XDP, K_MEMIF, K_NONE, K_PCAP,  # noqa: F401
+                                    K_RING, KIND_NAMES, MAX_PORTS, MAX_QUEUES)
 
 # table header words (hdr)
 H_DOM = 0               # address of the domain block

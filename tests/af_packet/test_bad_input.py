@@ -7,8 +7,8 @@ import time
 import pytest
 
 import pktbuf
-from pktbuf.api.af_packet import AfPacketPort
-from pktbuf.api.ethdev import Ports
+from pktbuf.drivers.af_packet.api import AfPacketPort
+from pktbuf.ethdev.api import Ports
 from pktbuf.errors import InvalidArgument, NoSuchInterface
 
 from .helpers import RawPeer, frames, receive
@@ -52,7 +52,7 @@ def test_no_permission_without_cap_net_raw(ns):
     """Without CAP_NET_RAW (dropped with setpriv, still uid 0) opening fails with
     PermissionDenied, naming the capability."""
     code = ("import pktbuf, sys\n"
-            "from pktbuf.api.af_packet import AfPacketPort\n"
+            "from pktbuf.drivers.af_packet.api import AfPacketPort\n"
             "from pktbuf.errors import PermissionDenied\n"
             "pool = pktbuf.PktmbufPool(256, 0)\n"
             "try:\n"

@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from pktbuf.af_packet.layout import RX_VLAN, RX_VLAN_STRIPPED, TX_VLAN
-from pktbuf.api.af_packet import AfPacketPort
-from pktbuf.api.ethdev import Ports
+from pktbuf.drivers.af_packet.layout import RX_VLAN, RX_VLAN_STRIPPED, TX_VLAN
+from pktbuf.drivers.af_packet.api import AfPacketPort
+from pktbuf.ethdev.api import Ports
 
 from .helpers import RawPeer, frames, make_packet, receive, send_all, udp_frame, vlan_tag
 

@@ -1,7 +1,7 @@
 """pktbuf <-> pktbuf and pktbuf <-> a plain socket over a veth pair: bytes compared."""
 import pytest
 
-from pktbuf.api.af_packet import AfPacketPort
+from pktbuf.drivers.af_packet.api import AfPacketPort
 
 from .helpers import RawPeer, frames, receive, send_all
 

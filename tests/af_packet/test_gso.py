@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from pktbuf.af_packet.layout import RX_L4_CKSUM_NONE, RX_LRO
-from pktbuf.api.af_packet import AfPacketPort
+from pktbuf.drivers.af_packet.layout import RX_L4_CKSUM_NONE, RX_LRO
+from pktbuf.drivers.af_packet.api import AfPacketPort
 
 from ..netns import Netns
 from .conftest import _need_root

@@ -8,15 +8,15 @@ import pytest
 from hypothesis import event, given, settings, strategies as st
 
 import pktbuf
-from pktbuf.af_packet.layout import (AF_PACKET_RXQ, AF_PACKET_TXQ, RC_BLOCK_NR, RC_BLOCK_SIZE,
-                                     RC_FD, RC_FLAGS, RC_MBUF_CAP, RC_POOL, RC_PORT, RC_RING,
-                                     RS_BAD_RING, RS_NPK, RS_TRUNCATED, RX_L4_CKSUM_GOOD,
-                                     RX_L4_CKSUM_NONE, RX_LRO, RX_MAX_BURST, RX_VLAN,
-                                     RX_VLAN_STRIPPED, RXF_VLAN_STRIP, TC_BLOCK_SIZE, TC_FD,
-                                     TC_FPB, TC_FRAME_NR, TC_FRAME_SIZE, TC_MAX_LEN, TC_RING,
-                                     TS_FULL, TS_KICK_ERRORS, TS_RUNT, TS_TOO_LONG, TX_VLAN)
-from pktbuf.af_packet.rx import af_packet_rx_burst
-from pktbuf.af_packet.tx import af_packet_tx_burst
+from pktbuf.drivers.af_packet.layout import (AF_PACKET_RXQ, AF_PACKET_TXQ, RC_BLOCK_NR, RC_BLOCK_SIZE,
+                                             RC_FD, RC_FLAGS, RC_MBUF_CAP, RC_POOL, RC_PORT, RC_RING,
+                                             RS_BAD_RING, RS_NPK, RS_TRUNCATED, RX_L4_CKSUM_GOOD,
+                                             RX_L4_CKSUM_NONE, RX_LRO, RX_MAX_BURST, RX_VLAN,
+                                             RX_VLAN_STRIPPED, RXF_VLAN_STRIP, TC_BLOCK_SIZE, TC_FD,
+                                             TC_FPB, TC_FRAME_NR, TC_FRAME_SIZE, TC_MAX_LEN, TC_RING,
+                                             TS_FULL, TS_KICK_ERRORS, TS_RUNT, TS_TOO_LONG, TX_VLAN)
+from pktbuf.drivers.af_packet.rx import af_packet_rx_burst
+from pktbuf.drivers.af_packet.tx import af_packet_tx_burst
 
 from . import naive
 from .helpers import make_packet

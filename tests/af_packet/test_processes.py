@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from pktbuf.api.af_packet import AfPacketPort
+from pktbuf.drivers.af_packet.api import AfPacketPort
 
 from .helpers import RawPeer, frames, receive, udp_frame
 
@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CHILD = r"""
 import json, sys, time
 import pktbuf
-from pktbuf.api.af_packet import AfPacketPort
+from pktbuf.drivers.af_packet.api import AfPacketPort
 pool = pktbuf.PktmbufPool(4096, 0)
 p = AfPacketPort(pool, "veth0", fanout_mode="lb", fanout_id=int(sys.argv[1]))
 p.rx_burst(1)                                   # the kernel loaded before we say READY

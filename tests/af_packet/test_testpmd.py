@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from pktbuf.api.af_packet import AfPacketPort
+from pktbuf.drivers.af_packet.api import AfPacketPort
 from pktbuf.apps import testpmd as T
 
 from .helpers import (check_io_echo, check_rxonly, check_txonly, frames,

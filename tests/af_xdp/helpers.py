@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from pktbuf.api.af_xdp import AfXdpPort
+from pktbuf.drivers.af_xdp.api.port import AfXdpPort
 
 
 def open_port(ns, pool, iface="veth0", **kw) -> AfXdpPort:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pktbuf
-from pktbuf.api.af_packet import AfPacketPort
+from pktbuf.drivers.af_packet.api import AfPacketPort
 from pktbuf.errors import (Busy, InvalidArgument, NoRoom, NoSuchInterface, PoolExhausted,
                            PortError)
 
@@ -233,7 +233,7 @@ def test_link_down_mid_traffic(ns, pool):
 
 CHILD_MEMLOCK = r"""
 import pktbuf
-from pktbuf.api.af_xdp import AfXdpPort
+from pktbuf.drivers.af_xdp.api.port import AfXdpPort
 from pktbuf.errors import OutOfMemory
 pool = pktbuf.PktmbufPool(4096, 0)
 try:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pktbuf
-from pktbuf.api.af_packet import AfPacketPort
+from pktbuf.drivers.af_packet.api import AfPacketPort
 from pktbuf.ethdev.burst import rx_burst, tx_burst
 
 from ..af_packet.helpers import frames, make_packet, receive, send_all

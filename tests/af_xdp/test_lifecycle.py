@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CHILD = r"""
 import sys, time
 import pktbuf
-from pktbuf.api.af_xdp import AfXdpPort
+from pktbuf.drivers.af_xdp.api.port import AfXdpPort
 pool = pktbuf.PktmbufPool(4096, 0)
 p = AfXdpPort(pool, "veth0")
 print("READY", p.info()["xdp_mode"], flush=True)

@@ -8,17 +8,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pktbuf
-from pktbuf.af_xdp.layout import (AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM, OWN_FILL, OWN_TX,
-                                  R_CONS, R_DESC, R_FLAGS, R_PROD, R_SIZE, RC_FD, RC_FILL,
-                                  RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC, RS_POSTED, TC_COMP,
-                                  TC_FD, TC_TX, TC_UMEM, TS_BAD_COMP, TS_COPIED, TS_INFLIGHT,
-                                  TS_NOT_OWNED,
-                                  U_CHUNK, U_MAX_LEN, U_NB_OBJ, U_OBJ_BASE, U_POOL, U_PRIV,
-                                  U_RX_OFF, U_STRIDE)
-from pktbuf.af_xdp.ring import ring_entries, ring_free
-from pktbuf.af_xdp.rx import af_xdp_fill, af_xdp_rx_burst, af_xdp_rx_release
-from pktbuf.af_xdp.tx import af_xdp_complete, af_xdp_tx_burst, af_xdp_tx_release
-from pktbuf.af_xdp.umem import umem_rx_frame, umem_tx_frame
+from pktbuf.drivers.af_xdp.layout import (AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM, OWN_FILL, OWN_TX,
+                                          R_CONS, R_DESC, R_FLAGS, R_PROD, R_SIZE, RC_FD, RC_FILL,
+                                          RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC, RS_POSTED, TC_COMP,
+                                          TC_FD, TC_TX, TC_UMEM, TS_BAD_COMP, TS_COPIED, TS_INFLIGHT,
+                                          TS_NOT_OWNED,
+                                          U_CHUNK, U_MAX_LEN, U_NB_OBJ, U_OBJ_BASE, U_POOL, U_PRIV,
+                                          U_RX_OFF, U_STRIDE)
+from pktbuf.drivers.af_xdp.ring import ring_entries, ring_free
+from pktbuf.drivers.af_xdp.rx import af_xdp_fill, af_xdp_rx_burst, af_xdp_rx_release
+from pktbuf.drivers.af_xdp.tx import af_xdp_complete, af_xdp_tx_burst, af_xdp_tx_release
+from pktbuf.drivers.af_xdp.umem import umem_rx_frame, umem_tx_frame
 
 from . import naive
 

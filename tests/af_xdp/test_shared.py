@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pktbuf.api.af_xdp import SharedXdpProgram, parse_xsk_map
+from pktbuf.drivers.af_xdp.api.port import SharedXdpProgram, parse_xsk_map
 from pktbuf.errors import Busy, InvalidArgument
 
 from ..af_packet.helpers import RawPeer, frames, receive
@@ -116,7 +116,7 @@ def test_refused(ns2, pool):
 
 OWNER = r"""
 import os, sys, time
-from pktbuf.api.af_xdp import SharedXdpProgram
+from pktbuf.drivers.af_xdp.api.port import SharedXdpProgram
 sh = SharedXdpProgram("veth0", 2)
 print("READY", sh.xsk_map, flush=True)
 time.sleep(120)

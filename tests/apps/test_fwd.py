@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import pktbuf
-from pktbuf.api.ring_port import RingPort
-from pktbuf.apps.fwd import Forwarder, main
-from pktbuf.apps.fwd_loop import F_RX
+from pktbuf.drivers.ring.api import RingPort
+from pktbuf.apps.fwd.forwarder import Forwarder
+from pktbuf.apps.fwd.main import main
+from pktbuf.apps.fwd.loop import F_RX
 from pktbuf.apps.txonly import udp_headers
 
 

@@ -14,8 +14,8 @@ from collections import Counter
 import pytest
 
 import pktbuf
-from pktbuf.distrib import naive as dnaive
-from pktbuf.rss.thash import DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY
+from pktbuf.net.distrib import naive as dnaive
+from pktbuf.net.rss.thash import DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY
 
 from ..distrib.test_distributor import flow_frame, model_hash
 from ..pcap import naive

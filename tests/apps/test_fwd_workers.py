@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pktbuf.apps.fwd_workers import split_vdevs
+from pktbuf.apps.fwd.workers import split_vdevs
 from pktbuf.errors import InvalidArgument
 
 from ..af_packet.helpers import RawPeer, frames, udp_frame

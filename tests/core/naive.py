@@ -93,7 +93,7 @@ class PoolModel:
 
 
 class MempoolModel:
-    """DPDK 26.07's mempool cache, as pktbuf implements it (pktbuf/mempool/kernels.py), in
+    """DPDK 26.07's mempool cache, as pktbuf implements it (pktbuf/buf/mempool/kernels.py), in
     plain Python: a FIFO ring, one stack per lcore (top = end of the list), and the
     statistics counters per lcore row (row ``max_lcore`` for calls without a cache).
 

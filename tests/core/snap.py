@@ -1,8 +1,8 @@
 """Snapshots of everything a pool owns, to prove a failed call changed nothing."""
 import numpy as np
 
-from pktbuf.mempool.layout import MAX_LCORE
-from pktbuf.ring.kernels import RING_HDR_WORDS
+from pktbuf.buf.mempool.layout import MAX_LCORE
+from pktbuf.buf.ring.kernels import RING_HDR_WORDS
 
 
 def pool_snapshot(pool):

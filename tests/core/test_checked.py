@@ -82,7 +82,7 @@ def test_boundscheck_covers_pktbuf_kernels_and_atomics(tmp_path):
     code = """
         import numpy as np
         from numba import njit
-        from pktbuf.ring.kernels import ring_count
+        from pktbuf.buf.ring.kernels import ring_count
         from pktbuf.atomics import fetch_add
         try:
             ring_count(np.zeros(3, np.uint32))        # a ring header is 96 words

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import pktbuf
-from pktbuf.mempool.layout import OBJ_ALLOC, OBJ_FREE
+from pktbuf.buf.mempool.layout import OBJ_ALLOC, OBJ_FREE
 from pktbuf.shm import Window
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,8 +24,8 @@ CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
     from pktbuf.shm import Window, Region
-    from pktbuf.mempool.layout import DOMAIN
-    from pktbuf.mbuf import layout  # dom.mb
+    from pktbuf.buf.mempool.layout import DOMAIN
+    from pktbuf.buf.mbuf import layout  # dom.mb
     from pktbuf.kernels import pktmbuf_alloc_bulk, pktmbuf_free_bulk, pktmbuf_append, addr_u8
     info = json.loads(sys.argv[1])
     if info.get("squat"):

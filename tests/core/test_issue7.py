@@ -17,8 +17,8 @@ import pktbuf
 from pktbuf import (Busy, DoubleFree, InvalidArgument, InvalidHandle, Mbuf, Mempool, NoRoom,
                     OutOfRange, PktbufError, PktmbufPool, PoolExhausted, RefcntError,
                     SanityCheckError)
-from pktbuf.mbuf import data as D
-from pktbuf.mbuf.layout import F_INDIRECT, REFCNT_MAX
+from pktbuf.buf.mbuf import data as D
+from pktbuf.buf.mbuf.layout import F_INDIRECT, REFCNT_MAX
 
 from ..sigs import run_battery_without_new_specialisations
 from .snap import assert_same, pool_snapshot

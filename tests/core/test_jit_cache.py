@@ -13,14 +13,14 @@ import textwrap
 import numpy as np
 
 from pktbuf._jit import _widen, kernel
-from pktbuf.api._fastcall import FastCall
+from pktbuf.buf.domain.fastcall import FastCall
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PROBE = textwrap.dedent("""
     import numpy as np
     from pktbuf._jit import _TAG
-    from pktbuf.ring.kernels import ring_count, ring_init
+    from pktbuf.buf.ring.kernels import ring_count, ring_init
     hdr, slots = np.zeros(96, np.uint32), np.zeros(8, np.int32)
     ring_init(hdr, slots, 7, 0)
     ring_count(hdr)

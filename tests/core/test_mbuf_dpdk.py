@@ -13,11 +13,11 @@ from numba import njit
 import pktbuf
 from pktbuf import (ChainTooLong, DoubleFree, InvalidArgument, NoRoom, OutOfRange, PktmbufPool,
                     PoolExhausted, SanityCheckError)
-from pktbuf.mbuf import check as C
+from pktbuf.buf.mbuf import check as C
 from pktbuf import DynBusy, DynExists
-from pktbuf.mbuf.layout import HEADROOM
+from pktbuf.buf.mbuf.layout import HEADROOM
 from pktbuf.kernels import load_acquire, pktmbuf_free, ring_mc_dequeue_burst
-from pktbuf.mbuf.offload import mbuf_tx_offload, tx_offload_unpack
+from pktbuf.buf.mbuf.offload import mbuf_tx_offload, tx_offload_unpack
 
 NB_MBUF = 128
 MBUF_TEST_DATA_LEN = 1464

@@ -4,7 +4,7 @@ import pytest
 
 from pktbuf import (Busy, DoubleFree, InvalidArgument, InvalidHandle, LCORE_ANY, Mempool,
                     PktbufError, PoolExhausted)
-from pktbuf.mempool import kernels as MK
+from pktbuf.buf.mempool import kernels as MK
 
 from .snap import assert_same, pool_snapshot
 

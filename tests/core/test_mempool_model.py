@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pktbuf import Domain, DoubleFree, InvalidHandle, LCORE_ANY, Mempool, PoolExhausted
-from pktbuf.mempool.layout import MAX_LCORE, STAT_NAMES
-from pktbuf.ring.kernels import CONS_TAIL, H_MASK, PROD_TAIL
+from pktbuf.buf.mempool.layout import MAX_LCORE, STAT_NAMES
+from pktbuf.buf.ring.kernels import CONS_TAIL, H_MASK, PROD_TAIL
 
 from .naive import MempoolModel
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from pktbuf import InvalidArgument, Ring
-from pktbuf.ring import kernels as K
+from pktbuf.buf.ring import kernels as K
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

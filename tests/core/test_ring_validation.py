@@ -85,7 +85,7 @@ def test_attach_checks_the_memory_before_using_it():
         Ring.attach(os.dup(unsealed.fd), good.nbytes)
     reg = Region(good.nbytes, "bad-mask")
     reg.array[:] = good.region.array
-    from pktbuf.ring import kernels as K
+    from pktbuf.buf.ring import kernels as K
     reg.array[:64].view(np.uint32)[K.H_MASK] = 0xFFFF     # a mask larger than the slots
     with pytest.raises(InvalidArgument):
         Ring.attach(os.dup(reg.fd), good.nbytes)

@@ -1,5 +1,5 @@
 """The software distributor: packets to workers by RSS over SPSC rings, against the plain
-model (pktbuf/distrib/naive.py) and the RSS model (pktbuf/rss/naive.py)."""
+model (pktbuf/net/distrib/naive.py) and the RSS model (pktbuf/net/rss/naive.py)."""
 from __future__ import annotations
 
 import json
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 import pktbuf
 from pktbuf import Distributor, InvalidArgument, Rss
-from pktbuf.distrib import naive
-from pktbuf.rss import naive as rss_naive
-from pktbuf.rss.thash import DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY
+from pktbuf.net.distrib import naive
+from pktbuf.net.rss import naive as rss_naive
+from pktbuf.net.rss.thash import DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY
 
 from tests.rss.vectors import v4_frame
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import pktbuf
 from pktbuf import Distributor
-from pktbuf.distrib import naive
+from pktbuf.net.distrib import naive
 from pktbuf.errors import InvalidArgument
 
 

@@ -8,8 +8,8 @@ from numba import njit
 
 import pktbuf
 from pktbuf import InvalidArgument, InvalidHandle, DoubleFree
-from pktbuf.api.devargs import parse_devargs
-from pktbuf.api.ring_port import RING_SIZE
+from pktbuf.drivers.common.api.devargs import parse_devargs
+from pktbuf.drivers.ring.api import RING_SIZE
 from pktbuf.kernels import (pktmbuf_alloc_bulk, pktmbuf_free_bulk, rx_burst, tx_burst,
                             eth_ring_rx_burst, eth_ring_tx_burst)
 

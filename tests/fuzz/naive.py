@@ -17,7 +17,7 @@ Semantics, as DPDK defines them (lib/mbuf/rte_mbuf.h, rte_mbuf.c) and pktbuf imp
 * ``pkt_len`` and ``nb_segs`` are meaningful in the first segment only (``chain`` sets the
   tail's ``pkt_len`` to its ``data_len`` and leaves its ``nb_segs``).
 
-The facade's rules (pktbuf/api/mbuf.py): a handle is usable if it is an allocated mbuf of
+The facade's rules (pktbuf/buf/domain/mbuf.py): a handle is usable if it is an allocated mbuf of
 a live pool whose application references (``refcnt - nb_ind``) are at least one; a free may
 drop at most that many references per segment; an Mbuf object additionally belongs to its
 domain and to its pool's generation.

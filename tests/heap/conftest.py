@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pktbuf.api.heap import GRAIN, Heap
-from pktbuf.heap.layout import (C_BIN0, C_COUNT, C_GRAINS, C_LARGE, CACHE_BINS, CACHE_LINE_I32, CACHE_ROW,
-                                CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, ELEM_FREE, ELEM_FREEING,
-                                ELEM_NONE)
+from pktbuf.buf.heap.api import GRAIN, Heap
+from pktbuf.buf.heap.layout import (C_BIN0, C_COUNT, C_GRAINS, C_LARGE, CACHE_BINS, CACHE_LINE_I32, CACHE_ROW,
+                                    CACHE_ROWS, ELEM_BUSY, ELEM_CACHED, ELEM_FREE, ELEM_FREEING,
+                                    ELEM_NONE)
 
 
 def cached_blocks(heap: Heap) -> dict[int, tuple[int, int]]:

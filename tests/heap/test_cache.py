@@ -10,11 +10,11 @@ import pytest
 from numba import njit
 
 from pktbuf import DoubleFree, InvalidArgument, InvalidHandle
-from pktbuf.api.heap import GRAIN, Heap
+from pktbuf.buf.heap.api import GRAIN, Heap
 from pktbuf.atomics import cas, fetch_add, load_acquire
-from pktbuf.heap import kernels as K
-from pktbuf.heap.layout import (CACHE_DEPTH, ELEM_BUSY, ELEM_CACHED, ELEM_FREE, V_CACHE,
-                                V_NOT_ZERO)
+from pktbuf.buf.heap import kernels as K
+from pktbuf.buf.heap.layout import (CACHE_DEPTH, ELEM_BUSY, ELEM_CACHED, ELEM_FREE, V_CACHE,
+                                    V_NOT_ZERO)
 from pktbuf.lcore import LCORE_ANY
 from pktbuf.rawmem import addr_u8
 from pktbuf.shm import Region
@@ -364,7 +364,7 @@ def test_a_flush_from_another_thread_while_the_lcore_runs():
 
 
 def test_counted_kernels_count_the_lock():
-    from pktbuf.heap.layout import LS_ACQUIRE, LS_ANY_ROW, LS_CACHE_HIT, LS_HANDOFF, LS_WORDS
+    from pktbuf.buf.heap.layout import LS_ACQUIRE, LS_ANY_ROW, LS_CACHE_HIT, LS_HANDOFF, LS_WORDS
     for kw, acq in (({"cache": False}, 2), ({}, 0)):
         h = Heap(1 << 20, **kw)
         ls = h.state.lockstat

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from pktbuf import DoubleFree, InvalidArgument, InvalidHandle, OutOfMemory
-from pktbuf.api.heap import GRAIN, Heap
-from pktbuf.heap import kernels as K
-from pktbuf.heap.layout import ELEM_BUSY, ELEM_FREE
+from pktbuf.buf.heap.api import GRAIN, Heap
+from pktbuf.buf.heap import kernels as K
+from pktbuf.buf.heap.layout import ELEM_BUSY, ELEM_FREE
 from pktbuf.shm import Region
 
 from .conftest import assert_unchanged, check_invariants, snapshot, walk

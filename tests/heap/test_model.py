@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pktbuf import DoubleFree, InvalidHandle, OutOfMemory
-from pktbuf.api.heap import GRAIN, Heap
-from pktbuf.heap.layout import ELEM_CACHED, ELEM_FREE
+from pktbuf.buf.heap.api import GRAIN, Heap
+from pktbuf.buf.heap.layout import ELEM_CACHED, ELEM_FREE
 from pktbuf.shm import Region
 
 from .conftest import assert_unchanged, check_invariants, snapshot, walk

@@ -19,9 +19,9 @@ import pytest
 from numba import njit
 
 from pktbuf.atomics import fetch_add, load_acquire
-from pktbuf.api.heap import Heap
-from pktbuf.heap import kernels as K
-from pktbuf.heap.layout import ELEM_FREE
+from pktbuf.buf.heap.api import Heap
+from pktbuf.buf.heap import kernels as K
+from pktbuf.buf.heap.layout import ELEM_FREE
 from pktbuf.rawmem import addr_u8
 
 from .conftest import check_invariants, walk

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pktbuf import InvalidArgument, InvalidHandle, OutOfMemory, PktbufError
-from pktbuf.api.heap import GRAIN, Heap
+from pktbuf.buf.heap.api import GRAIN, Heap
 from pktbuf.shm import Region
 
 from ..sigs import run_battery_without_new_specialisations

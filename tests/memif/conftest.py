@@ -30,7 +30,7 @@ def warm():
     c.close()
     s.close()
     from pktbuf.idle import idle_backoff
-    from pktbuf.memif.poll import memif_link_wait, memif_rx_wait
+    from pktbuf.drivers.memif.poll import memif_link_wait, memif_rx_wait
     idle_backoff(0, 1)
     memif_rx_wait(c.rx_queue(0), 0, 0)          # link down now: returns after 1 ms
     memif_link_wait(c.rx_queue(0), 0)

@@ -19,8 +19,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-from pktbuf.memif import layout as L  # noqa: E402
-from pktbuf.memif import proto as P  # noqa: E402
+from pktbuf.drivers.memif import layout as L  # noqa: E402
+from pktbuf.drivers.memif import proto as P  # noqa: E402
 
 LOG2 = 6
 N = 1 << LOG2

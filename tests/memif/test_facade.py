@@ -12,7 +12,7 @@ from pktbuf import Memif
 from pktbuf.errors import (DoubleFree, InvalidArgument, InvalidHandle, MemifDisconnected,
                            MemifError, MemifSocketError, PktbufError, ProtocolError,
                            SanityCheckError)
-from pktbuf.memif import proto as P
+from pktbuf.drivers.memif import proto as P
 
 from .helpers import make_packet, sock_name, wait_for
 

@@ -15,8 +15,8 @@ import pytest
 
 import pktbuf
 from pktbuf import Memif
-from pktbuf.memif import proto as P
-from pktbuf.memif import validate as V
+from pktbuf.drivers.memif import proto as P
+from pktbuf.drivers.memif import validate as V
 
 from .helpers import sock_name
 
@@ -93,7 +93,7 @@ def test_hostile_peer_never_crashes_us(warm, evil_role):
     print(evil_role, stats, m.connect_count, rx, sorted(reasons))
     assert validation, reasons        # at least one drop was ours, with a reason
     assert all(_reason_ok(r) for r in reasons), reasons
-    from pktbuf.mempool.kernels import mempool_cache_flush
+    from pktbuf.buf.mempool.kernels import mempool_cache_flush
     from pktbuf.lcore import facade_lcore
     mempool_cache_flush(pool.domain.state, pool.id, facade_lcore())
     assert pool.audit() == pool.n     # every mbuf back, none twice

@@ -9,9 +9,9 @@ from numba import njit
 
 import pktbuf
 from pktbuf import Memif
-from pktbuf.memif import proto as P
-from pktbuf.memif.datapath import memif_rx_burst, memif_tx_burst
-from pktbuf.memif.queue import P_EQ, P_GENERAL, P_GT, P_LT, QS_LAST
+from pktbuf.drivers.memif import proto as P
+from pktbuf.drivers.memif.datapath import memif_rx_burst, memif_tx_burst
+from pktbuf.drivers.memif.queue import P_EQ, P_GENERAL, P_GT, P_LT, QS_LAST
 
 from .helpers import exchange, make_packet, payloads, sock_name, wait_for
 
@@ -158,7 +158,7 @@ def test_zero_copy_client(pool):
         q = c.tx_queue(0)
         cur = int(q.st[QS_LAST])
         assert c.tx_burst([h]) == 1
-        from pktbuf.memif import layout as L
+        from pktbuf.drivers.memif import layout as L
         d = L.desc_view(c.device.regions[0].array, 0, 6)[cur % 64]
         assert int(d["region"]) == 1 and int(d["offset"]) == off and int(d["length"]) == 64
         got = s.rx_burst(32)
@@ -389,7 +389,7 @@ def test_disconnect_while_traffic_runs(pool):
         t.join()
     c.close()
     s.close()
-    from pktbuf.mempool.kernels import mempool_cache_flush
+    from pktbuf.buf.mempool.kernels import mempool_cache_flush
     for lc in (5, 6):
         mempool_cache_flush(dom, pool.id, lc)
     assert counts[0] > 0 and counts[1] > 0

@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CODE = """
     import os, mmap
     from numba import njit
-    from pktbuf.memif.peermem import PeerRegion
+    from pktbuf.drivers.memif.peermem import PeerRegion
     from pktbuf.rawmem import store_u8
     fd = os.memfd_create("peer-test")
     os.ftruncate(fd, 10000)
@@ -42,7 +42,7 @@ def test_an_access_just_outside_a_peer_region_faults(target):
 
 
 def test_closing_a_peer_region_closes_its_fd():
-    from pktbuf.memif.peermem import PeerRegion
+    from pktbuf.drivers.memif.peermem import PeerRegion
     fd = os.memfd_create("peer-test")
     os.ftruncate(fd, 4096)
     r = PeerRegion(fd, 4096)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from pktbuf import Memif
-from pktbuf.memif import layout as L
-from pktbuf.memif.poll import memif_link_wait, memif_rx_wait
+from pktbuf.drivers.memif import layout as L
+from pktbuf.drivers.memif.poll import memif_link_wait, memif_rx_wait
 
 from .helpers import make_packet, sock_name, wait_for
 

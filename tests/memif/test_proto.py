@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pktbuf.memif import layout as L
-from pktbuf.memif import proto as P
-from pktbuf.memif.control import ClientHandshake, PeerDisconnect, ServerHandshake
-from pktbuf.memif.proto import ProtocolError
+from pktbuf.drivers.memif import layout as L
+from pktbuf.drivers.memif import proto as P
+from pktbuf.drivers.memif.control import ClientHandshake, PeerDisconnect, ServerHandshake
+from pktbuf.drivers.memif.proto import ProtocolError
 
 
 def test_constants_match_dpdk_22_11():

@@ -218,7 +218,7 @@ def test_dpdk_sender_wakes_interrupt_mode_server(warm):
     """pktbuf server in interrupt mode (MASK_INT clear on C2S): DPDK's copy Tx writes the
     eventfd, and memif_rx_wait sleeps in poll() until it does."""
     import pktbuf
-    from pktbuf.memif.poll import memif_rx_wait
+    from pktbuf.drivers.memif.poll import memif_rx_wait
     pool = pktbuf.PktmbufPool(4096, name="tp-irq")
     name = sock_name("tpirq")
     m = Memif.server(name, pool=pool, interrupt=True)

@@ -12,15 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pktbuf
-from pktbuf.memif.datapath import memif_rx_burst, memif_tx_burst
-from pktbuf.memif import layout as L
-from pktbuf.memif import validate as V
-from pktbuf.memif.queue import (K_CLIENT_RX, K_CLIENT_TX, K_SERVER_RX, K_SERVER_TX, P_EQ,
-                                P_GENERAL, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
-                                Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS,
-                                Q_PATH, Q_POOL, Q_RING, QS_ERR, QS_UP,
-                                queue_alloc, queue_up)
-from pktbuf.memif.rx_copy import rx_refill
+from pktbuf.drivers.memif.datapath import memif_rx_burst, memif_tx_burst
+from pktbuf.drivers.memif import layout as L
+from pktbuf.drivers.memif import validate as V
+from pktbuf.drivers.memif.queue import (K_CLIENT_RX, K_CLIENT_TX, K_SERVER_RX, K_SERVER_TX, P_EQ,
+                                        P_GENERAL, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
+                                        Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS,
+                                        Q_PATH, Q_POOL, Q_RING, QS_ERR, QS_UP,
+                                        queue_alloc, queue_up)
+from pktbuf.drivers.memif.rx_copy import rx_refill
 from pktbuf.shm import Region
 
 LOG2 = 4

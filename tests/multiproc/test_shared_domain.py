@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import pktbuf
-from pktbuf.api.shared import LAYOUT_VERSION, W_VERSION
+from pktbuf.buf.domain.shared import LAYOUT_VERSION, W_VERSION
 
 from . import workers as W
 

@@ -11,9 +11,9 @@ import signal
 import numpy as np
 
 from pktbuf.idle import idle_backoff
-from pktbuf.mempool.layout import CACHE_BUSY_FLUSH_HALF, CACHE_LINE_WORDS, CACHE_MAX_SIZE, \
+from pktbuf.buf.mempool.layout import CACHE_BUSY_FLUSH_HALF, CACHE_LINE_WORDS, CACHE_MAX_SIZE, \
     CACHE_W_BUSY, MAX_LCORE
-from pktbuf.ring.kernels import PROD_HEAD
+from pktbuf.buf.ring.kernels import PROD_HEAD
 
 IDLE_MAX_US = 1000
 
@@ -88,7 +88,7 @@ def flush_window_and_stop(sd, conn):
     """Fill this lcore's cache, hold 8 mbufs, then be killed inside a put's flush: the busy
     word set and the bottom half of the cache enqueued to the pool's ring, the new length not
     stored -- exactly where ``_put_slow`` is between ``_ring_put`` and ``_cache_publish``."""
-    from pktbuf.mempool.kernels import _ring_put
+    from pktbuf.buf.mempool.kernels import _ring_put
     pool = sd.pool("mbufs")
     st = sd.domain.state
     cs = pool.cache_size

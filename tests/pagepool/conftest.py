@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pktbuf.api.pagepool import PageArena, PagePool
-from pktbuf.pagepool import arena as A
-from pktbuf.ring.kernels import CONS_TAIL, H_MASK, PROD_TAIL
+from pktbuf.buf.pagepool.api import PageArena, PagePool
+from pktbuf.buf.pagepool import arena as A
+from pktbuf.buf.ring.kernels import CONS_TAIL, H_MASK, PROD_TAIL
 
 
 def ring_contents(pool: PagePool) -> list[int]:

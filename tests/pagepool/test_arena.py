@@ -8,8 +8,8 @@ import pytest
 from numba import njit
 
 from pktbuf import DoubleFree, InvalidArgument, InvalidHandle, OutOfMemory
-from pktbuf.api.pagepool import PageArena
-from pktbuf.pagepool import arena as A
+from pktbuf.buf.pagepool.api import PageArena
+from pktbuf.buf.pagepool import arena as A
 
 from .conftest import assert_same, free_pages, snapshot
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pktbuf import PktbufError
-from pktbuf.api.pagepool import PP_FLAG_DMA_MAP, PageArena, PagePool
-from pktbuf.pagepool import arena as A
+from pktbuf.buf.pagepool.api import PP_FLAG_DMA_MAP, PageArena, PagePool
+from pktbuf.buf.pagepool import arena as A
 
 from . import naive
 from .conftest import audit, cache_contents, free_pages, ring_contents

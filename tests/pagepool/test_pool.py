@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from pktbuf import Busy, DoubleFree, InvalidArgument, InvalidHandle, OutOfMemory, PktbufError
-from pktbuf.api.pagepool import PP_FLAG_DMA_MAP, PageArena, PagePool
-from pktbuf.pagepool import kernels as K
+from pktbuf.buf.pagepool.api import PP_FLAG_DMA_MAP, PageArena, PagePool
+from pktbuf.buf.pagepool import kernels as K
 
 from .conftest import assert_same, audit, cache_contents, free_pages, ring_contents, snapshot
 

@@ -17,11 +17,11 @@ import pytest
 from numba import njit
 
 from pktbuf.atomics import load_acquire, store_release
-from pktbuf.api.pagepool import PageArena, PagePool
-from pktbuf.pagepool import arena as A
-from pktbuf.pagepool import kernels as K
+from pktbuf.buf.pagepool.api import PageArena, PagePool
+from pktbuf.buf.pagepool import arena as A
+from pktbuf.buf.pagepool import kernels as K
 from pktbuf.rawmem import load_u8, store_u8
-from pktbuf.ring.kernels import ring_init, ring_mp_enqueue_bulk, ring_sc_dequeue_burst
+from pktbuf.buf.ring.kernels import ring_init, ring_mp_enqueue_bulk, ring_sc_dequeue_burst
 
 from .conftest import audit
 

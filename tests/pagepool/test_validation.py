@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pktbuf import DoubleFree, InvalidArgument, InvalidHandle, PktbufError
-from pktbuf.api.pagepool import PageArena, PagePool
+from pktbuf.buf.pagepool.api import PageArena, PagePool
 
 from ..sigs import run_battery_without_new_specialisations
 from .conftest import assert_same, snapshot

@@ -8,7 +8,7 @@ from numba import njit
 import pktbuf
 from pktbuf import PcapPort
 from pktbuf.kernels import pcap_rx_burst, pcap_rx_eof, pktmbuf_free_bulk
-from pktbuf.pcap import layout as L
+from pktbuf.drivers.pcap import layout as L
 
 from . import naive
 from .helpers import frames, read_port

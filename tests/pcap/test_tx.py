@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import pktbuf
 from pktbuf import PcapPort, PcapWriteError
-from pktbuf.pcap import layout as L
+from pktbuf.drivers.pcap import layout as L
 
 from . import naive
 from .helpers import frames, make_packet, read_port

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from pktbuf.bench import rss as B
-from pktbuf.rss import naive
-from pktbuf.rss.thash import DEFAULT_RSS_KEY
+from pktbuf.net.rss import naive
+from pktbuf.net.rss.thash import DEFAULT_RSS_KEY
 
 from tests.bench.conftest import cli_env, dpdk_or_skip, run_cli
 

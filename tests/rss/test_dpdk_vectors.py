@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pktbuf.rss.thash import DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY, key_array, new_table
-from pktbuf.rss.thash import softrss, thash_lut, thash_table_init
+from pktbuf.net.rss.thash import DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY, key_array, new_table
+from pktbuf.net.rss.thash import softrss, thash_lut, thash_table_init
 
 from .vectors import V4, V6, addr
 

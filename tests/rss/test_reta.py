@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from pktbuf import InvalidArgument, Rss
 from pktbuf.errors import E_INVAL
-from pktbuf.rss.reta import reta_init, reta_update
-from pktbuf.rss.thash import DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY
+from pktbuf.net.rss.reta import reta_init, reta_update
+from pktbuf.net.rss.thash import DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY
 
 
 def test_default_fill_is_round_robin_and_low_bits_index():

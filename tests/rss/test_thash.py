@@ -7,10 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pktbuf.errors import E_INVAL
-from pktbuf.rss import naive
-from pktbuf.rss.thash import (DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY, convert_rss_key, key_array,
-                              new_table, softrss, softrss_be, thash_bulk, thash_lut,
-                              thash_table_init)
+from pktbuf.net.rss import naive
+from pktbuf.net.rss.thash import (DEFAULT_RSS_KEY, SYMMETRIC_RSS_KEY, convert_rss_key, key_array,
+                                  new_table, softrss, softrss_be, thash_bulk, thash_lut,
+                                  thash_table_init)
 
 from .vectors import V4, V4_SYMMETRIC, V6, addr
 

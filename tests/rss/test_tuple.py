@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 import pktbuf
 from pktbuf import Mbuf, Rss
 from pktbuf.kernels import rss_tuple
-from pktbuf.rss import naive
-from pktbuf.rss.thash import DEFAULT_RSS_KEY
-from pktbuf.rss.tuple import RX_RSS_HASH
+from pktbuf.net.rss import naive
+from pktbuf.net.rss.thash import DEFAULT_RSS_KEY
+from pktbuf.net.rss.tuple import RX_RSS_HASH
 
 from .vectors import V4, V6, addr, eth, ipv4, ipv6, l4, v4_frame, v6_frame
 

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from pktbuf.api.telemetry.server import Telemetry
+from pktbuf.telemetry.server import Telemetry
 
 from .helpers import remove_prefix_dir, unique_prefix
 
@@ -10,7 +10,7 @@ from .helpers import remove_prefix_dir, unique_prefix
 @pytest.fixture
 def prefix():
     """A unique file prefix; its runtime directory (EAL's default place) is removed after."""
-    from pktbuf.api.telemetry.runtime import runtime_dir
+    from pktbuf.telemetry.runtime import runtime_dir
     p = unique_prefix()
     yield p
     remove_prefix_dir(runtime_dir(p))

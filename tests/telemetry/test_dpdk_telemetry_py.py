@@ -15,7 +15,7 @@ import time
 import pytest
 
 from pktbuf import PktmbufPool
-from pktbuf.api.telemetry.server import Telemetry
+from pktbuf.telemetry.server import Telemetry
 
 from .helpers import INFO_KEYS, MEMPOOL_KEYS, STATS_KEYS, StubPort
 

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from pktbuf.api.telemetry.encode import (MAX_OUTPUT_LEN, Unencodable, command_key, null_reply,
-                                         reply)
+from pktbuf.telemetry.encode import (MAX_OUTPUT_LEN, Unencodable, command_key, null_reply,
+                                     reply)
 
 
 def enc(value, key=b"/t"):

@@ -181,7 +181,7 @@ def test_add_mempool_validation(tel, domain):
 
 
 def test_pktbuf_domain_counts(prefix, domain):
-    from pktbuf.api.telemetry.server import Telemetry
+    from pktbuf.telemetry.server import Telemetry
     pool = PktmbufPool(256, 16, domain=domain, name="rx")
     with Telemetry(prefix, domain=domain) as t, Client(t.path) as c:
         d = c.query("/pktbuf/domain")["/pktbuf/domain"]

@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from pktbuf.api.telemetry.runtime import runtime_base
-from pktbuf.api.telemetry.server import MAX_CLIENTS, Telemetry
+from pktbuf.telemetry.runtime import runtime_base
+from pktbuf.telemetry.server import MAX_CLIENTS, Telemetry
 from pktbuf.errors import InvalidArgument, TelemetryError
 
 from .helpers import Client, wait_for
@@ -70,7 +70,7 @@ def test_only_seqpacket_clients(tel):
 
 
 def test_stale_socket_file_is_replaced(prefix):
-    from pktbuf.api.telemetry.runtime import create_runtime_dir, runtime_dir
+    from pktbuf.telemetry.runtime import create_runtime_dir, runtime_dir
     d = runtime_dir(prefix)
     create_runtime_dir(d)
     path = os.path.join(d, "dpdk_telemetry.v2")
@@ -295,7 +295,7 @@ def _run(code: str, prefix: str) -> subprocess.CompletedProcess:
 def test_socket_removed_at_interpreter_exit_not_by_forked_children(prefix):
     r = _run("""
         import os, sys
-        from pktbuf.api.telemetry.server import Telemetry
+        from pktbuf.telemetry.server import Telemetry
         t = Telemetry(sys.argv[1])
         pid = os.fork()
         if pid == 0:
@@ -318,7 +318,7 @@ def test_default_prefix_is_rte():
 
 
 def test_runtime_base_follows_eal(monkeypatch):
-    from pktbuf.api.telemetry import runtime as RT
+    from pktbuf.telemetry import runtime as RT
     monkeypatch.setenv("RUNTIME_DIRECTORY", "/run/svc")
     assert RT.runtime_base() == "/run/svc"
     monkeypatch.delenv("RUNTIME_DIRECTORY")

@@ -13,7 +13,7 @@ import stat
 
 import pytest
 
-from pktbuf.api.telemetry.server import Telemetry
+from pktbuf.telemetry.server import Telemetry
 
 from .helpers import StubPort
 

@@ -13,9 +13,9 @@ import pytest
 
 from pktbuf import PktmbufPool
 from pktbuf.apps import testpmd as T
-from pktbuf.api.telemetry.encode import reply
-from pktbuf.api.telemetry.runtime import runtime_dir
-from pktbuf.api.telemetry.server import Telemetry
+from pktbuf.telemetry.encode import reply
+from pktbuf.telemetry.runtime import runtime_dir
+from pktbuf.telemetry.server import Telemetry
 
 from .helpers import Client, StubPort, remove_prefix_dir, unique_prefix, wait_for
 

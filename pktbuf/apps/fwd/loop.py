@@ -1,0 +1,148 @@
+"""The data plane of ``pktbuf fwd``: testpmd's forwarding modes over any ports.
+
+One ``@njit`` loop over *streams* (an Rx port and the Tx port its packets go to, queue 0 of
+each), through the port table's dispatching ``rx_burst`` / ``tx_burst``, so one compiled loop
+serves every mix of port types.  Modes, as testpmd's:
+
+* ``io``: forward unchanged;
+* ``mac``: destination MAC = the Tx port's peer address, source = the Tx port's MAC;
+* ``macswap``: swap source and destination MAC;
+* ``rxonly``: receive and free;
+* ``txonly``: generate testpmd's UDP frames on each stream's Tx port.
+
+Packets a Tx queue does not take are freed and counted as Tx drops (a forwarder must not hold
+them).  Idle polling backs off (pause, yield, then sleeps up to ``idle_max_us``, 1 ms in
+``pktbuf fwd``), or with ``idle_max_us`` = ``BUSY_POLL`` only pauses, as testpmd polls.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._jit import kernel
+from ...atomics import tsc_read
+from ...ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst
+from ...idle import idle_backoff, now_ns
+from ...buf.mbuf.free import pktmbuf_free_bulk
+from ...rawmem import addr_u8
+from ..txonly import txonly_alloc_burst
+
+MODES = ("io", "mac", "macswap", "rxonly", "txonly")
+M_IO, M_MAC, M_MACSWAP, M_RXONLY, M_TXONLY = range(5)
+MAX_BURST = 512
+
+# per-port counters the loop keeps (cnt[port, :])
+F_RX = 0            # packets received by the forwarding streams
+F_TX = 1            # packets the Tx queue took
+F_TX_DROP = 2       # packets it did not take (freed)
+F_RX_BYTES = 3
+F_TX_BYTES = 4
+F_BUSY_CYCLES = 5   # --record-core-cycles: TSC cycles of the iterations that received packets
+F_WORDS = 8
+
+# what fwd_loop returns
+R_DEADLINE = 0      # the slice ended
+R_ALL_EOF = 1       # every stream's Rx port has reached its end
+
+
+@kernel(inline="always")
+def _rewrite(dom, h, mode, src, dst):
+    m = dom.mb[h]
+    p = addr_u8(np.int64(m.buf_addr) + np.int64(m.data_off), 12)
+    if mode == M_MACSWAP:
+        for i in range(6):
+            t = p[i]
+            p[i] = p[6 + i]
+            p[6 + i] = t
+    else:
+        for i in range(6):
+            p[i] = dst[i]
+            p[6 + i] = src[i]
+
+
+@kernel
+def all_rx_eof(eth, streams):
+    """True once the Rx queue 0 of every stream's Rx port can never deliver again."""
+    for s in range(streams.shape[0]):
+        if not rx_queue_eof(eth, streams[s, 0], 0):
+            return False
+    return True
+
+
+@kernel
+def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
+             deadline_ns, cnt, pk, record_cycles, idle_max_us):
+    """Forward until ``deadline_ns`` (``time.monotonic_ns`` clock) or, unless generating,
+    until every stream's Rx port is at its end.
+
+    ``streams``: int64[S, 2] (Rx port, Tx port); ``macs``/``peers``: uint8[ports, 6], each
+    port's MAC and its peer's; ``hdrs``: uint8[ports, 42], the txonly headers per Tx port;
+    ``pid``: the pool txonly allocates from; ``cnt``: int64[ports, F_WORDS]; ``pk``: an int32
+    scratch array of at least ``burst``.  ``record_cycles``: add the TSC cycles of every
+    stream iteration that received (or, txonly, sent) packets to ``cnt[rx port,
+    F_BUSY_CYCLES]`` -- from before the Rx burst to after the Tx burst, as testpmd's
+    ``--record-core-cycles`` counts them.  ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s
+    cap (``BUSY_POLL``: never yield or sleep).
+    """
+    dom = eth_domain(eth)
+    mb = dom.mb
+    ns = streams.shape[0]
+    if burst > pk.size:
+        burst = pk.size
+    idle = 0
+    while True:
+        work = 0
+        for s in range(ns):
+            rxp = streams[s, 0]
+            txp = streams[s, 1]
+            t0 = tsc_read() if record_cycles else 0
+            if mode == M_TXONLY:
+                if txonly_alloc_burst(dom, pid, lcore, pk, burst, hdrs[txp], pkt_len) != 0:
+                    continue
+                n = burst
+            else:
+                n = rx_burst(eth, rxp, 0, lcore, pk, burst)
+                if n == 0:
+                    continue
+                nbytes = 0
+                for i in range(n):
+                    nbytes += np.int64(mb[pk[i]].pkt_len)
+                cnt[rxp, F_RX] += n
+                cnt[rxp, F_RX_BYTES] += nbytes
+                if mode == M_RXONLY:
+                    pktmbuf_free_bulk(dom, lcore, pk, n)
+                    work += n
+                    if record_cycles:
+                        cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
+                    continue
+                if mode == M_MAC or mode == M_MACSWAP:
+                    for i in range(n):
+                        _rewrite(dom, pk[i], mode, macs[txp], peers[txp])
+            work += n
+            txbytes = 0
+            for i in range(n):
+                txbytes += np.int64(mb[pk[i]].pkt_len)
+            k = tx_burst(eth, txp, 0, lcore, pk, n)
+            if k < n:
+                for i in range(k, n):
+                    txbytes -= np.int64(mb[pk[i]].pkt_len)
+                pktmbuf_free_bulk(dom, lcore, pk[k:], n - k)
+                cnt[txp, F_TX_DROP] += n - k
+            cnt[txp, F_TX] += k
+            cnt[txp, F_TX_BYTES] += txbytes
+            if record_cycles:
+                cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
+        if work == 0:
+            if mode != M_TXONLY and all_rx_eof(eth, streams):
+                return R_ALL_EOF
+            idle_backoff(idle, idle_max_us)
+            idle += 1
+        else:
+            idle = 0
+        if now_ns() >= deadline_ns:
+            return R_DEADLINE
+
+
+@kernel
+def tsc_now():
+    """The TSC now (for calibrating --record-core-cycles' cycles against seconds)."""
+    return tsc_read()

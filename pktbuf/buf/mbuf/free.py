@@ -1,0 +1,209 @@
+"""Freeing mbufs: per segment, per packet, and in bulk.
+
+``pktmbuf_free_bulk`` is *run-grouped*.  DPDK's ``rte_pktmbuf_free_bulk`` (kept here as
+``pktmbuf_free_bulk_staged``, the reference and the benchmark baseline) copies every freeable
+mbuf into an on-stack ``pending[64]`` array and puts that array to its pool whenever it fills
+or the pool changes.  The run-grouped version walks the caller's array once and hands each
+maximal run of consecutive freeable single-segment mbufs of one pool to that pool's bulk put
+*in place* -- straight from the caller's array, with no staging copy.  A run ends at
+
+* a NULL entry (``-1``),
+* an mbuf that is still referenced after its refcnt decrement (it is not freed),
+* a change of pool,
+* 64 mbufs, so every bulk put has the size DPDK's would have and goes to the lcore cache
+  (a put of more than half the cache size would bypass it);
+
+and the first chained packet sends the rest of the array through the staged path, where
+segments of every chain are freed one by one as DPDK does.  Both free exactly the same mbufs.
+On arrays of direct single-segment mbufs that are each freed by this call (no NULL, no
+still-referenced or indirect entry, no chain) they also make the same sequence of bulk puts,
+so every cache and ring ends in the same state, object for object.  Otherwise the run-grouped
+version may make more, smaller puts (a run also ends at an indirect mbuf, and a chain hands
+over to the staged walk), so caches and rings may hold the same objects in a different order
+or place.
+
+Every free kernel takes the ``lcore`` whose caches it may use (``LCORE_ANY`` = none) and
+returns 0, or -- when the domain's debug switch is on and a check fails -- a negative code with
+nothing freed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._jit import kernel
+from ...atomics import field_fetch_add
+from ...errors import E_INVAL, E_NOMEM
+from ..mempool.kernels import mempool_generic_put
+from ..mempool.layout import OBJ_FREE
+from ...rawmem import stack_i32
+from .check import pktmbuf_free_check
+from .indirect import pktmbuf_detach
+from .layout import F_NOT_DIRECT, NULL
+from .raw import debug_enabled, mbuf_raw_free
+
+FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
+DEBUG_SCRATCH = 2048   # debug-mode double-free detection covers 2048 segments per call
+
+
+@kernel
+def _debug_free_check(dom, mbufs, n):
+    """The debug-mode dry run; beyond DEBUG_SCRATCH segments only the per-mbuf checks run."""
+    scratch = stack_i32(DEBUG_SCRATCH)
+    rc = pktmbuf_free_check(dom, mbufs, n, scratch)
+    return 0 if rc == E_NOMEM else rc
+
+
+@kernel
+def pktmbuf_prefree_seg(dom, lcore, h):
+    """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
+
+    Returns ``h`` when that was the last reference -- the segment is then back in the in-pool
+    state (refcnt 1, no next, one segment, direct) and the caller returns it to its pool -- or
+    NULL (-1) if it is still referenced.  Only fields that differ are written.
+    """
+    mb = dom.mb
+    m = mb[h]
+    if m.refcnt != 1:
+        # shared: the decrement must be atomic; whoever takes it to 0 owns the mbuf
+        if np.int64(field_fetch_add(mb, h, "refcnt", -1)) != 1:
+            return np.int64(NULL)
+        m.refcnt = 1
+    if (m.ol_flags & F_NOT_DIRECT) != 0:
+        pktmbuf_detach(dom, lcore, h)        # rare: out of line
+    if m.next != NULL:
+        m.next = NULL
+    if m.nb_segs != 1:
+        m.nb_segs = 1
+    return np.int64(h)
+
+
+@kernel
+def pktmbuf_free_seg(dom, lcore, h):
+    """``rte_pktmbuf_free_seg``: free one segment (its ``next`` is not followed)."""
+    if pktmbuf_prefree_seg(dom, lcore, h) != NULL:
+        mbuf_raw_free(dom, lcore, h)
+
+
+@kernel
+def pktmbuf_free(dom, lcore, h):
+    """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed.  Returns 0,
+    or with the debug switch on a negative code (nothing freed) if the free is not legal."""
+    if debug_enabled(dom):
+        one = stack_i32(1)
+        one[0] = h
+        rc = _debug_free_check(dom, one, 1)
+        if rc < 0:
+            return rc
+    seg = np.int64(h)
+    while seg != NULL:
+        nxt = np.int64(dom.mb[seg].next)   # read before prefree clears it
+        pktmbuf_free_seg(dom, lcore, seg)
+        seg = nxt
+    return 0
+
+
+@kernel
+def _staged(dom, lcore, mbufs, start, n):
+    """DPDK's algorithm over ``mbufs[start:n]``: stage survivors in pending[64]."""
+    mb = dom.mb
+    pending = stack_i32(FREE_PENDING_SZ)
+    npend = 0
+    pend_pool = np.int64(-1)
+    i = start
+    seg = np.int64(NULL)
+    while True:
+        # the next segment whose last reference this free drops (-1: none left)
+        survivor = np.int64(-1)
+        while survivor < 0 and (seg != NULL or i < n):
+            if seg == NULL:
+                seg = np.int64(mbufs[i])
+                i += 1
+                continue
+            nxt = np.int64(mb[seg].next)       # read before prefree clears it
+            if pktmbuf_prefree_seg(dom, lcore, seg) != NULL:
+                survivor = seg
+            seg = nxt
+        pool = np.int64(mb[survivor].pool) if survivor >= 0 else np.int64(-1)
+        # flush when pending is full or the pool changes (one call site, so it is inlined)
+        if npend > 0 and (survivor < 0 or npend == FREE_PENDING_SZ or pool != pend_pool):
+            mempool_generic_put(dom, pend_pool, np.int64(lcore), pending, np.int64(0),
+                                np.int64(npend))
+            npend = 0
+        if survivor < 0:
+            return
+        if npend == 0:
+            pend_pool = pool
+        mb[survivor].state = OBJ_FREE
+        pending[npend] = survivor
+        npend += 1
+
+
+@kernel
+def _bulk_precheck(dom, mbufs, n):
+    """Bounds always; the dry run when the debug switch is on.  0 or a negative code."""
+    if n < 0 or n > mbufs.size:
+        return E_INVAL
+    if debug_enabled(dom):
+        return _debug_free_check(dom, mbufs, n)
+    return 0
+
+
+@kernel
+def pktmbuf_free_bulk_staged(dom, lcore, mbufs, n):
+    """DPDK's array-staged ``rte_pktmbuf_free_bulk``: the reference and the benchmark baseline."""
+    rc = _bulk_precheck(dom, mbufs, n)
+    if rc < 0:
+        return rc
+    _staged(dom, lcore, mbufs, 0, n)
+    return 0
+
+
+@kernel
+def pktmbuf_free_bulk(dom, lcore, mbufs, n):
+    """Free the packets ``mbufs[:n]`` (NULL entries allowed), run-grouped.
+
+    Equivalent to DPDK's ``rte_pktmbuf_free_bulk``; see the module docstring for how runs of
+    one pool go back to it straight from ``mbufs``.  ``mbufs`` itself is not modified.
+    -EINVAL if ``n`` is outside ``mbufs``.
+    """
+    rc = _bulk_precheck(dom, mbufs, n)
+    if rc < 0:
+        return rc
+    mb = dom.mb
+    i = 0
+    while i < n:
+        h = np.int64(mbufs[i])
+        if h == NULL:
+            i += 1
+            continue
+        m = mb[h]
+        if m.next != NULL:
+            # the first chained packet: DPDK's staged walk does the rest
+            _staged(dom, lcore, mbufs, i, n)
+            return 0
+        if m.refcnt != 1 or (m.ol_flags & F_NOT_DIRECT) != 0 or m.nb_segs != 1:
+            # shared, indirect or with a stale nb_segs: the general per-segment path
+            if pktmbuf_prefree_seg(dom, lcore, h) == NULL:
+                i += 1              # still referenced elsewhere: not ours to free
+                continue
+        # mbuf i is freeable: it starts a run of its pool.  The inner loop is the common
+        # case -- sole owners of direct single segments of the same pool -- and does nothing
+        # but check and mark them; the run then goes back to the pool straight from `mbufs`.
+        pool = np.int64(m.pool)
+        m.state = OBJ_FREE
+        start = i
+        i += 1
+        end = min(n, start + FREE_PENDING_SZ)
+        while i < end:
+            h2 = mbufs[i]
+            if h2 < 0:
+                break
+            m2 = mb[np.uint64(h2)]
+            if (m2.next != NULL or m2.refcnt != 1 or (m2.ol_flags & F_NOT_DIRECT) != 0
+                    or m2.nb_segs != 1 or np.int64(m2.pool) != pool):
+                break
+            m2.state = OBJ_FREE
+            i += 1
+        mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start),
+                            np.int64(i - start))
+    return 0
