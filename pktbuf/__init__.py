@@ -41,6 +41,8 @@ _LAZY = {
     "Distributor": "pktbuf.net.distrib.api",
     "SharedDomain": "pktbuf.buf.domain.shared",
     "PeerReport": "pktbuf.buf.domain.shared",
+    "Lpm": "pktbuf.net.lpm.api",
+    "Lpm6": "pktbuf.net.lpm.api",
     "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.lcore",
@@ -53,7 +55,8 @@ from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # n
                      MemifError, MemifSocketError, NoRoom, OutOfMemory, OutOfRange, PktbufError,
                      NoSuchInterface, PcapError, PcapFormatError, PcapWriteError, PermissionDenied,
                      PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError,
-                     SharedDomainError, NoSuchDomain, LayoutMismatch, LcoreBusy, PeerDied)
+                     SharedDomainError, NoSuchDomain, LayoutMismatch, LcoreBusy, PeerDied,
+                     NoSuchRule)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
@@ -63,7 +66,7 @@ __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument"
                                 "PcapError", "PcapFormatError", "PcapWriteError",
                                 "PortError", "NoSuchInterface", "PermissionDenied",
                                 "TelemetryError", "SharedDomainError", "NoSuchDomain",
-                                "LayoutMismatch", "LcoreBusy", "PeerDied"])
+                                "LayoutMismatch", "LcoreBusy", "PeerDied", "NoSuchRule"])
 
 
 def __getattr__(name):

@@ -83,6 +83,13 @@ class DoubleFree(PktbufError, ValueError):
     code = E_ALREADY
 
 
+class UseAfterFree(DoubleFree):
+    """An mbuf the application freed was used again -- read, written, wrapped in an
+    ``Mbuf`` -- while it is in its pool or only clones still hold its buffer.  The same
+    refusal as :class:`DoubleFree` (whose handlers still catch it), named for what happened:
+    no free was attempted."""
+
+
 class PoolExhausted(PktbufError):
     """Not enough free objects; nothing was taken (all-or-nothing)."""
     code = E_NOENT
@@ -131,6 +138,11 @@ class DynBusy(Busy):
     """The requested dynamic-field offset or flag bit is taken, or no room is left."""
 
 
+class NoSuchRule(PktbufError, KeyError):
+    """A route or rule to delete that is not in the table (``rte_lpm_delete``'s miss)."""
+    code = E_NOENT
+
+
 class DynNotFound(PktbufError, KeyError):
     """No dynamic field or flag of that name is registered (ENOENT)."""
     code = E_NOENT
@@ -171,6 +183,48 @@ def _index(v, name: str, exc) -> int:
         return operator.index(v)
     except TypeError:
         raise exc(f"{name} must be an integer, got {type(v).__name__}") from None
+
+
+def cli_number(kind=int, lo=None, hi=None, *, power_of_two: bool = False):
+    """An ``argparse`` ``type=`` for a command-line number: ``kind`` (int or float) in
+    ``[lo, hi]`` (None: unbounded), a power of two if asked.  A bad value becomes argparse's
+    one-line ``error: argument --x: ...`` and exit status 2 (a usage error)."""
+    def parse(text: str):
+        import argparse
+        import math
+        try:
+            v = int(text) if kind is int else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if kind is float and not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            rng = (f"{lo}..{hi}" if lo is not None and hi is not None
+                   else f">= {lo}" if lo is not None else f"<= {hi}")
+            raise argparse.ArgumentTypeError(f"{text} is out of range ({rng})")
+        if power_of_two and (v < 1 or v & (v - 1)):
+            raise argparse.ArgumentTypeError(f"{text} is not a power of two")
+        return v
+    parse.__name__ = kind.__name__
+    parse.kind, parse.lo, parse.hi = kind, lo, hi          # for the tests of the options
+    return parse
+
+
+def cli_list(kind=int, lo=None, hi=None):
+    """An ``argparse`` ``type=`` for a comma-separated list of numbers, each checked as
+    :func:`cli_number` does; at least one."""
+    one = cli_number(kind, lo, hi)
+
+    def parse(text: str):
+        import argparse
+        vals = [one(x.strip()) for x in text.split(",") if x.strip()]
+        if not vals:
+            raise argparse.ArgumentTypeError(f"{text!r}: give at least one value")
+        return vals
+    parse.__name__ = "list"
+    parse.kind, parse.lo, parse.hi = kind, lo, hi
+    return parse
 
 
 def check_count(n, name: str = "n", *, lo: int = 0, hi: int | None = None) -> int:

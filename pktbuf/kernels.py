@@ -89,5 +89,9 @@ from .buf.ring.kernels import (ring_count, ring_dequeue_bulk, ring_dequeue_burst
                                ring_mc_dequeue_bulk, ring_mc_dequeue_burst, ring_mp_enqueue_bulk,
                                ring_mp_enqueue_burst, ring_sc_dequeue_bulk, ring_sc_dequeue_burst,
                                ring_sp_enqueue_bulk, ring_sp_enqueue_burst)
+from .net.lpm.lpm4 import (lpm_add, lpm_delete, lpm_delete_all, lpm_is_rule_present,  # noqa: F401
+                          lpm_lookup, lpm_lookup_bulk, lpm_lookupx4)
+from .net.lpm.lpm6 import (lpm6_add, lpm6_delete, lpm6_delete_all,  # noqa: F401
+                          lpm6_is_rule_present, lpm6_lookup, lpm6_lookup_bulk)
 
 __all__ = [n for n in dir() if not n.startswith("_")]
