@@ -27,18 +27,27 @@ code on failure (see :mod:`pktbuf.errors`).  The facade classes turn codes into 
 Cache invalidation: Numba keys a cached function on its own source file only, so a kernel that
 calls (and inlines) a kernel from another module would keep stale code after that module
 changed.  pktbuf therefore registers a cache locator that stamps every pktbuf kernel with the
-state of *all* of pktbuf's source files and the build variant, and puts that tag in every cache
-file's name: changing any source recompiles every kernel, and the files of older sources are
-deleted.
+contents of the sources its module can reach -- the module's import closure inside pktbuf
+(:func:`closure_files`) -- and the build variant, and puts that tag in every cache file's name:
+changing a source recompiles the kernels of the modules that import it, directly or through
+others, and no other; the files of older sources are deleted.  (A kernel can only call what its
+module imports, so the closure covers everything that can be compiled into it.)
+Several processes may compile at once (``pktbuf compile --jobs N``, test workers, spawned
+workers): each compilation of a pktbuf kernel holds a file lock named after the function, so two
+processes never compile one function at the same time -- the second waits, then loads what the
+first wrote (:func:`_compile_lock`).
 (Your own ``cache=True`` functions that call pktbuf kernels are stamped by Numba with your file
 only: clear their cache, ``__pycache__/*.nbi|nbc``, after upgrading pktbuf.)
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import inspect
 import os
 import re
+import tempfile
 
 from numba import njit, types
 from numba.core import caching, sigutils
@@ -61,42 +70,112 @@ def _variant() -> str:
     return f"c{int(CHECKED)}b{b}"
 
 
-def _sources_digest() -> str:
-    """(mtime, size) of every .py file of the package, as one digest."""
-    items = []
-    for root, dirs, files in os.walk(_PKG_DIR):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for f in sorted(files):
-            if f.endswith(".py"):
-                st = os.stat(os.path.join(root, f))
-                items.append((os.path.relpath(os.path.join(root, f), _PKG_DIR), st.st_mtime_ns,
-                              st.st_size))
-    # a stable digest: Python's hash() of strings changes from process to process
-    return hashlib.sha1(repr(items).encode()).hexdigest()
-
-
-_SOURCES = _sources_digest()[:10]
+_ROOT_DIR = os.path.dirname(_PKG_DIR)
 _VARIANT = _variant()
-_STAMP = _SOURCES + _VARIANT
-_TAG = "pb" + _STAMP             # in every cache file name of this build of pktbuf
 _OTHER_BUILD = re.compile(r"-pb([0-9a-f]{10})(c[01]b[n01x])\.")
-_pruned: set[str] = set()
+_file_imports: dict[str, tuple[str, ...]] = {}
+_tags: dict[str, str] = {}
+_pruned: set[tuple[str, str]] = set()
 
 
-def _prune(path: str) -> None:
-    """Delete the cache files that older sources of this variant left in ``path`` (once per
-    process).  Files of the other variants stay: a checked and a release process may share
-    a cache directory."""
-    if path in _pruned:
+def _module_file(mod: str) -> str | None:
+    """The source file of pktbuf module ``mod`` (a dotted name), or None."""
+    base = os.path.join(_ROOT_DIR, *mod.split("."))
+    for f in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(f):
+            return f
+    return None
+
+
+def _imports_of(path: str) -> tuple[str, ...]:
+    """The pktbuf source files that ``path`` imports (at any depth of its code: a function's
+    deferred import counts too)."""
+    hit = _file_imports.get(path)
+    if hit is not None:
+        return hit
+    import ast
+    rel = os.path.relpath(path, _ROOT_DIR)[:-3].split(os.sep)
+    pkg = rel[:-1]               # the package a relative import starts from
+    out = set()
+    try:
+        tree = ast.parse(open(path, "rb").read())
+    except (OSError, SyntaxError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod != "pktbuf" and not mod.startswith("pktbuf."):
+                continue
+            f = _module_file(mod)
+            if f:
+                out.add(f)
+            for a in node.names:             # a name may be a module: from . import raw
+                g = _module_file(f"{mod}.{a.name}")
+                if g:
+                    out.add(g)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "pktbuf" or a.name.startswith("pktbuf."):
+                    f = _module_file(a.name)
+                    if f:
+                        out.add(f)
+    res = tuple(sorted(out))
+    _file_imports[path] = res
+    return res
+
+
+def closure_files(py_file: str) -> list[str]:
+    """``py_file`` and every pktbuf source it reaches through imports, sorted.  Package
+    ``__init__`` files other than the top level's hold a docstring only
+    (``tests/test_architecture.py`` checks it), so they compile into nothing."""
+    seen, todo = set(), [os.path.abspath(py_file)]
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        todo.extend(g for g in _imports_of(f) if g not in seen)
+    return sorted(seen)
+
+
+def source_tag(py_file: str) -> str:
+    """The 10-hex-digit tag of the kernels defined in ``py_file``: a digest of the contents of
+    its import closure (:func:`closure_files`)."""
+    key = os.path.abspath(py_file)
+    tag = _tags.get(key)
+    if tag is None:
+        h = hashlib.sha1()
+        for f in closure_files(key):
+            h.update(os.path.relpath(f, _PKG_DIR).encode() + b"\0")
+            try:
+                with open(f, "rb") as fh:
+                    h.update(hashlib.sha1(fh.read()).digest())
+            except OSError:
+                h.update(b"?")
+        tag = _tags[key] = h.hexdigest()[:10]
+    return tag
+
+
+def _prune(path: str, stem: str, tag: str) -> None:
+    """Delete the cache files that older sources of ``stem``'s module (this variant) left in
+    ``path`` (once per process and module).  Files of the other variants stay: a checked and
+    a release process may share a cache directory."""
+    if (path, stem) in _pruned:
         return
-    _pruned.add(path)
+    _pruned.add((path, stem))
     try:
         names = os.listdir(path)
     except OSError:
         return
     for n in names:
+        if not n.startswith(stem + "."):
+            continue
         m = _OTHER_BUILD.search(n)
-        if m and m.group(2) == _VARIANT and m.group(1) != _SOURCES:
+        if m and m.group(2) == _VARIANT and m.group(1) != tag:
             try:
                 os.unlink(os.path.join(path, n))
             except OSError:
@@ -106,20 +185,26 @@ def _prune(path: str) -> None:
 def _stamped(base):
     """A subclass of one of Numba's cache locators, for pktbuf files.
 
-    Each build (sources + variant) gets cache files of its own name, so a process never even
-    unpickles an index another build wrote (an index can name types that no longer exist), the
-    checked and release builds are cached side by side, and stale files are deleted."""
+    Each build of a module (the sources it reaches + the variant) gets cache files of its own
+    name, so a process never even unpickles an index another build wrote (an index can name
+    types that no longer exist), the checked and release builds are cached side by side, and
+    stale files are deleted."""
 
     class Locator(base):
+        def __init__(self, py_func, py_file):
+            self._pb_stamp = source_tag(py_file) + _VARIANT
+            super().__init__(py_func, py_file)
+
         def get_source_stamp(self):
-            return _STAMP
+            return self._pb_stamp
 
         def get_disambiguator(self):
-            return f"{super().get_disambiguator()}-{_TAG}"
+            return f"{super().get_disambiguator()}-pb{self._pb_stamp}"
 
         def ensure_cache_path(self):
             super().ensure_cache_path()
-            _prune(self.get_cache_path())
+            stem = os.path.splitext(os.path.basename(self._py_file))[0]
+            _prune(self.get_cache_path(), stem, self._pb_stamp[:10])
 
         @classmethod
         def from_function(cls, py_func, py_file):
@@ -158,6 +243,36 @@ def _widen(t):
     return t
 
 
+_LOCK_DIR = None
+
+
+@contextlib.contextmanager
+def _compile_lock(name: str):
+    """Hold the lock of function ``name`` while it is compiled (or loaded from the cache).
+
+    Several processes compiling the same cached function at once can corrupt Numba's cache;
+    with this lock the second process waits and then loads what the first wrote.  It is a
+    ``flock`` on a file named after the function and the cache it goes to, taken inside Numba's
+    own (re-entrant, per process) compiler lock so that two threads of one process cannot
+    deadlock on it.  A kernel's callees are compiled while it holds its own lock; call graphs
+    have no cycles, so neither do the waits."""
+    global _LOCK_DIR
+    from numba.core.compiler_lock import global_compiler_lock
+    with global_compiler_lock:
+        if _LOCK_DIR is None:
+            d = os.path.join(tempfile.gettempdir(), f"pktbuf-compile-{os.getuid()}")
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            _LOCK_DIR = d
+        where = os.environ.get("NUMBA_CACHE_DIR", "") + "|" + _PKG_DIR + "|" + _VARIANT
+        key = hashlib.sha1(f"{where}|{name}".encode()).hexdigest()[:20]
+        fd = os.open(os.path.join(_LOCK_DIR, key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)                       # releases the lock
+
+
 def _one_specialisation_per_shape(disp, keep=()):
     """Make ``disp`` compile every signature with :func:`_widen`-ed argument types.
 
@@ -171,12 +286,17 @@ def _one_specialisation_per_shape(disp, keep=()):
     names = list(inspect.signature(disp.py_func).parameters)
     kept = tuple(names.index(k) for k in keep)
 
+    lock_name = f"{disp.py_func.__module__}.{disp.py_func.__qualname__}"
+
     def compile(sig):
         args, ret = sigutils.normalize_signature(sig)
         wide = tuple(a if i in kept else _widen(a) for i, a in enumerate(args))
-        if wide == tuple(args):
+        if wide != tuple(args):
+            sig = wide if ret is None else ret(*wide)
+        if sig in disp.overloads or tuple(wide) in disp.overloads:
+            return compile_exact(sig)           # compiled or loaded in this process already
+        with _compile_lock(lock_name):
             return compile_exact(sig)
-        return compile_exact(wide if ret is None else ret(*wide))
 
     disp.compile = compile
     return disp

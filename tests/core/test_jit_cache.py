@@ -1,8 +1,9 @@
 """The kernel cache stamp and the facade's fast-call entry.
 
-Numba keys a cached function on its own source file only; pktbuf stamps every kernel with all of
-its sources (and the build variant), so editing any source recompiles every kernel, and files of
-an older build are deleted instead of being read.
+Numba keys a cached function on its own source file only; pktbuf stamps every kernel with the
+contents of its module's import closure inside pktbuf (and the build variant): editing a source
+recompiles the kernels of the modules that reach it and no others, a kernel is never loaded
+with stale code of a module it calls, and files of an older build are deleted instead of read.
 """
 import os
 import shutil
@@ -12,20 +13,34 @@ import textwrap
 
 import numpy as np
 
-from pktbuf._jit import _widen, kernel
+from pktbuf._jit import _widen, closure_files, kernel, source_tag
 from pktbuf.buf.domain.fastcall import FastCall
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PKG = os.path.join(ROOT, "pktbuf")
 
+# ring_count (pktbuf/buf/ring/kernels.py) and a kernel of another module that calls it
+PROBE_MOD = textwrap.dedent("""
+    from pktbuf._jit import kernel
+    from pktbuf.buf.ring.kernels import ring_count
+
+    @kernel
+    def count_plus_one(hdr):
+        return ring_count(hdr) + 1
+""")
 PROBE = textwrap.dedent("""
     import numpy as np
-    from pktbuf._jit import _TAG
-    from pktbuf.buf.ring.kernels import ring_count, ring_init
+    from pktbuf._jit import source_tag
+    from pktbuf.buf.ring import kernels as R
+    from pktbuf import probe_mod
     hdr, slots = np.zeros(96, np.uint32), np.zeros(8, np.int32)
-    ring_init(hdr, slots, 7, 0)
-    ring_count(hdr)
-    print(_TAG, ring_count.stats.cache_hits.get(ring_count.signatures[0], 0),
-          ring_count.stats.cache_misses.get(ring_count.signatures[0], 0))
+    R.ring_init(hdr, slots, 7, 0)
+    v = probe_mod.count_plus_one(hdr)
+    R.ring_count(hdr)
+    def st(f):
+        s = f.signatures[0]
+        return f"{f.stats.cache_hits.get(s, 0)},{f.stats.cache_misses.get(s, 0)}"
+    print(source_tag(R.__file__), st(R.ring_count), st(probe_mod.count_plus_one), v)
 """)
 
 
@@ -35,25 +50,76 @@ def _probe(pkg_root):
     r = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
                        timeout=600, cwd=str(pkg_root))
     assert r.returncode == 0, r.stderr
-    tag, hits, misses = r.stdout.split()
-    return tag, int(hits), int(misses)
+    tag, ring, probe, v = r.stdout.split()
+    return tag, ring, probe, int(v)
 
 
-def test_editing_any_source_recompiles_and_prunes(tmp_path):
-    shutil.copytree(os.path.join(ROOT, "pktbuf"), tmp_path / "pktbuf",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    tag1, hits, misses = _probe(tmp_path)
-    assert (hits, misses) == (0, 1)                       # cold: compiled
-    assert _probe(tmp_path)[1:] == (1, 0)                 # warm: loaded
-    # edit a module the ring kernels do not even import
-    with open(tmp_path / "pktbuf" / "idle.py", "a") as f:
-        f.write("\n# an edit\n")
-    tag2, hits, misses = _probe(tmp_path)
-    assert tag2 != tag1 and (hits, misses) == (0, 1)      # recompiled
-    cache = tmp_path / "pktbuf" / "ring" / "__pycache__"
+def _edit(path, old=None, new=None):
+    text = open(path).read()
+    if old is None:
+        text += "\n# an edit\n"
+    else:
+        assert old in text
+        text = text.replace(old, new, 1)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def test_an_edit_recompiles_exactly_the_modules_that_reach_it(tmp_path):
+    shutil.copytree(PKG, tmp_path / "pktbuf", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "pktbuf" / "probe_mod.py").write_text(PROBE_MOD)
+    tag1, ring, probe, v = _probe(tmp_path)
+    assert (ring, probe, v) == ("0,1", "0,1", 1)          # cold: both compiled
+    assert _probe(tmp_path)[1:] == (tag1, "1,0", "1,0", 1)[1:]   # warm: both loaded
+    # a module neither imports: nothing recompiles
+    _edit(tmp_path / "pktbuf" / "idle.py")
+    _edit(tmp_path / "pktbuf" / "apps" / "fwd" / "main.py")
+    assert _probe(tmp_path) == (tag1, "1,0", "1,0", 1)
+    # a module both reach (the ring kernels import the atomics): both recompile, and the old
+    # build's files are deleted
+    _edit(tmp_path / "pktbuf" / "atomics.py")
+    tag2, ring, probe, v = _probe(tmp_path)
+    assert tag2 != tag1 and (ring, probe) == ("0,1", "0,1")
+    cache = tmp_path / "pktbuf" / "buf" / "ring" / "__pycache__"
     names = os.listdir(cache)
     assert any(tag2 in n for n in names)
-    assert not any(tag1 in n for n in names)              # the old build's files are gone
+    assert not any(tag1 in n for n in names)
+    # the callee's own file: the caller in another module recompiles too and sees the new code
+    # (a stale ring_count compiled into count_plus_one is never loaded)
+    _edit(tmp_path / "pktbuf" / "buf" / "ring" / "kernels.py",
+          "def ring_count(hdr):", "def ring_count(hdr):\n    return 41\n\n\ndef _old_count(hdr):")
+    tag3, ring, probe, v = _probe(tmp_path)
+    assert tag3 != tag2 and (ring, probe, v) == ("0,1", "0,1", 42)
+    assert _probe(tmp_path) == (tag3, "1,0", "1,0", 42)
+
+
+def _kernel_modules(sub):
+    for d, dirs, files in os.walk(os.path.join(PKG, *sub.split("/"))):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        for f in files:
+            if f.endswith(".py"):
+                yield os.path.join(d, f)
+
+
+def test_the_fwd_front_end_is_outside_every_buffer_and_memif_kernel_closure():
+    """The start-up issue's case: editing pktbuf/apps/fwd/main.py recompiles none of ring,
+    mempool, mbuf or memif (and only the modules whose closure holds it)."""
+    front = os.path.join(PKG, "apps", "fwd", "main.py")
+    for sub in ("buf/ring", "buf/mempool", "buf/mbuf", "drivers/memif", "ethdev"):
+        for f in _kernel_modules(sub):
+            assert front not in closure_files(f), f
+    reach = [f for f in _kernel_modules("") if front in closure_files(f)]
+    assert all("/apps/" in f or "/bench/" in f or f.endswith("cli.py") for f in reach), reach
+
+
+def test_the_tag_follows_the_closure():
+    f = os.path.join(PKG, "buf", "mempool", "kernels.py")
+    files = closure_files(f)
+    assert f in files and os.path.join(PKG, "buf", "ring", "kernels.py") in files
+    assert os.path.join(PKG, "atomics.py") in files
+    assert not any("/drivers/" in x or "/apps/" in x for x in files)
+    assert source_tag(f) == source_tag(f) and len(source_tag(f)) == 10
+    assert source_tag(f) != source_tag(os.path.join(PKG, "buf", "ring", "kernels.py"))
 
 
 @kernel
