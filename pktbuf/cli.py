@@ -3,6 +3,7 @@
     pktbuf bench [core|memif|pagepool|heap|ports|rss|distrib|all] [options]  measure (default: core)
     pktbuf demo [options]                                   the memif forwarding demo
     pktbuf fwd --vdev DEVICE [--vdev ...] [options]         testpmd-like forwarder over any ports
+    pktbuf compile [--jobs N] [--report] [TARGET ...]       warm the kernel cache (default: demo)
     pktbuf info                                             versions and cache location
 
 pktbuf bench core|heap options (``pktbuf bench core --help`` lists them all):
@@ -11,6 +12,10 @@ pktbuf bench core|heap options (``pktbuf bench core --help`` lists them all):
     --plot FILE.svg     a chart of pktbuf against DPDK (needs matplotlib: pktbuf[plot])
     --report [PATH]     update PATH (default docs/performance.md) and its chart
     --quick             fewer and shorter samples
+
+Exit status (every command): 0 success; 1 a runtime failure (a port error stopped the run, a
+port could not be opened, a worker failed, mbufs were not returned, a benchmark failed); 2 a
+usage error (an unknown command or option, a value out of its range).  docs/failures.md.
 """
 from __future__ import annotations
 
@@ -70,7 +75,15 @@ def _fwd(argv) -> int:
     return fwd.main(argv)
 
 
+def _compile(argv) -> int:
+    from pktbuf.apps import compile as c
+    return c.main(argv)
+
+
 def _info(argv) -> int:
+    if argv:
+        print(f"pktbuf info: takes no arguments, got {' '.join(argv)!r}", file=sys.stderr)
+        return 2
     import numba
     import numpy
 
@@ -88,7 +101,7 @@ def main(argv=None) -> int:
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    handlers = {"bench": _bench, "demo": _demo, "fwd": _fwd, "info": _info}
+    handlers = {"bench": _bench, "demo": _demo, "fwd": _fwd, "compile": _compile, "info": _info}
     if cmd not in handlers:
         print(f"pktbuf: unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
         return 2

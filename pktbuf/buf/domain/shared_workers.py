@@ -28,7 +28,7 @@ class _Workers:
         corrupt Numba's cache.  ``extra`` (a callable) warms the workers' own kernels.
         :meth:`spawn` calls it."""
         if not self._warmed:
-            _warm_kernels()
+            warm_kernels()
             self._warmed = True
         if extra is not None:
             extra()
@@ -61,7 +61,7 @@ def _worker_main(cls, name, lcore, target, args):
         sd.detach()
 
 
-def _warm_kernels() -> None:
+def warm_kernels() -> None:
     """Run each facade path a worker uses once, on a small private domain."""
     d = Domain(max_objects=4096, max_ring_slots=8192, max_data_bytes=1 << 22)
     pool = PktmbufPool(64, 8, domain=d, name="warm")

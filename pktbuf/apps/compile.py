@@ -1,0 +1,355 @@
+"""``pktbuf compile``: warm the Numba cache explicitly, in parallel, and report where compile time
+goes.
+
+::
+
+    pktbuf compile                     # what `pktbuf demo` and `pktbuf fwd` run, on every core
+    pktbuf compile --jobs 1 fwd        # one target, one process
+    pktbuf compile --report            # cold, into a temporary cache: seconds per kernel
+    pktbuf compile --report --json r.json all
+
+The work is split into **units** (:data:`UNITS`): the facade's entry points, each port type's
+burst kernels, the forwarding loop, the demo's traffic loop, ...  A unit runs in a process of
+its own once the units it builds on are done, so a driver's kernels compile beside another
+driver's, and the forwarding loop then loads all of them from the cache instead of compiling
+them one after the other.  Two processes never compile one function: every pktbuf kernel
+compiles under a per-function file lock (:func:`pktbuf._jit._compile_lock`); a process that
+needs a function another is compiling waits and then loads it.
+
+A unit compiles kernels for the exact types the commands call them with: the port types'
+bursts by signature (the types ``rx_burst``/``tx_burst`` pass), the rest by running the
+facade path or loop once on a small private pool.  Nothing is compiled that the target does
+not run.
+
+``--report`` compiles the targets cold, into a temporary ``NUMBA_CACHE_DIR`` (unless
+``--warm``), and prints per unit its wall time and per kernel the seconds spent compiling it
+(self: its own compilation; total: with the callees it compiled), and the number of
+specialisations.  The figures come from Numba's ``numba:compile`` events.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+# --------------------------------------------------------------------------------------------
+# the units
+
+
+def _burst_sig(qkind: str):
+    from numba import types
+    from ..block import BlockType
+    return (BlockType("domain"), BlockType(qkind), types.int64, types.int32[::1], types.int64)
+
+
+def _bursts(*pairs):
+    """A unit compiling driver burst kernels by signature: ``(dispatcher path, queue kind)``."""
+    def run():
+        import importlib
+        importlib.import_module("pktbuf.buf.mbuf.layout")      # the domain block's layout
+        for path, qkind in pairs:
+            mod, _, name = path.rpartition(".")
+            getattr(importlib.import_module(mod), name).compile(_burst_sig(qkind))
+    return run
+
+
+def _core():
+    from ..buf.domain.shared_workers import warm_kernels
+    warm_kernels()
+
+
+def _eof():
+    from ..block import BlockType
+    from ..buf.mbuf import layout  # noqa: F401  (the domain block's layout)
+    from ..drivers.pcap.rx import pcap_rx_eof
+    pcap_rx_eof.compile((BlockType("pcap_rxq"),))
+
+
+def _fwd():
+    from .forwarder import warm
+    warm()
+
+
+def _traffic():
+    from .traffic import warm
+    warm()
+
+
+UNITS = {
+    # name: (units it builds on, what it runs)
+    "core": ((), _core),
+    "ring": (("core",), _bursts(("pktbuf.drivers.ring.burst.eth_ring_rx_burst", "eth_ring_queue"),
+                                ("pktbuf.drivers.ring.burst.eth_ring_tx_burst", "eth_ring_queue"))),
+    "memif": (("core",), _bursts(("pktbuf.drivers.memif.datapath.memif_rx_burst", "memif_queue"),
+                                 ("pktbuf.drivers.memif.datapath.memif_tx_burst", "memif_queue"))),
+    "pcap": (("core",), lambda: (_bursts(("pktbuf.drivers.pcap.rx.pcap_rx_burst", "pcap_rxq"),
+                                         ("pktbuf.drivers.pcap.tx.pcap_tx_burst", "pcap_txq"))(),
+                                 _eof())),
+    "af_packet": (("core",), _bursts(
+        ("pktbuf.drivers.af_packet.rx.af_packet_rx_burst", "af_packet_rxq"),
+        ("pktbuf.drivers.af_packet.tx.af_packet_tx_burst", "af_packet_txq"))),
+    "af_xdp": (("core",), _bursts(("pktbuf.drivers.af_xdp.rx.af_xdp_rx_burst", "af_xdp_rxq"),
+                                  ("pktbuf.drivers.af_xdp.tx.af_xdp_tx_burst", "af_xdp_txq"))),
+    "fwd": (("ring", "memif", "pcap", "af_packet", "af_xdp"), _fwd),
+    "traffic": (("memif",), _traffic),
+}
+
+TARGETS = {
+    "core": ("core",),
+    "fwd": ("fwd",),
+    "demo": ("fwd", "traffic"),
+    "all": tuple(UNITS),
+}
+DEFAULT_TARGETS = ("demo",)
+
+
+def units_for(targets, *, deps: bool = True) -> list[str]:
+    """The units ``targets`` need, each after the units it builds on (``deps=False``: the
+    named units alone)."""
+    out: list[str] = []
+
+    def add(u):
+        if u in out:
+            return
+        for d in UNITS[u][0] if deps else ():
+            add(d)
+        out.append(u)
+    for t in targets:
+        for u in TARGETS.get(t, (t,)):
+            add(u)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# running one unit (in this process) and recording what it compiled
+
+
+def _record(fn):
+    """Run ``fn`` and return the compilations it caused:
+    ``[{"kernel", "args", "self_s", "total_s"}]`` from Numba's ``numba:compile`` events."""
+    from numba.core import event
+    with event.install_recorder("numba:compile") as rec:
+        fn()
+    out, stack = [], []
+    for ts, ev in rec.buffer:
+        if ev.is_start:
+            stack.append([ts, ev, 0.0])
+        else:
+            t0, ev0, child = stack.pop()
+            total = ts - t0
+            if stack:
+                stack[-1][2] += total
+            disp = ev0.data.get("dispatcher")
+            py = getattr(disp, "py_func", None)
+            name = f"{py.__module__}.{py.__qualname__}" if py is not None else str(disp)
+            out.append({"kernel": name, "args": str(ev0.data.get("args")),
+                        "self_s": round(total - child, 4), "total_s": round(total, 4)})
+    return out
+
+
+def run_unit(name: str, report: bool = False) -> dict:
+    t0 = time.perf_counter()
+    fn = UNITS[name][1]
+    compiled = _record(fn) if report else (fn(), [])[1]
+    return {"unit": name, "seconds": round(time.perf_counter() - t0, 3), "compiled": compiled}
+
+
+def _child_main(argv) -> int:
+    name, report = argv[0], argv[1] == "1"
+    r = run_unit(name, report)
+    sys.stdout.write(json.dumps(r) + "\n")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# the scheduler
+
+
+class CompileFailed(RuntimeError):
+    pass
+
+
+def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=False,
+                    env=None, quiet=True, deps: bool = True) -> list[dict]:
+    """Compile (or load) what ``targets`` need; ``jobs`` processes at once (default: one per
+    CPU this process may use).  Returns one result per unit (with the compilations when
+    ``report``).  Raises :class:`CompileFailed` naming the unit and its error output."""
+    units = units_for(targets, deps=deps)
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0))
+    if jobs <= 1 and env is None:
+        return [run_unit(u, report) for u in units]
+    done: dict[str, dict] = {}
+    running: dict[str, tuple] = {}
+    todo = list(units)
+    env = dict(os.environ if env is None else env)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    try:
+        while todo or running:
+            ready = [u for u in todo if all(d in done or d not in units for d in UNITS[u][0])]
+            while ready and len(running) < max(1, jobs):
+                u = ready.pop(0)
+                todo.remove(u)
+                out = tempfile.TemporaryFile("w+")       # files, not pipes: a report can be
+                err = tempfile.TemporaryFile("w+")       # longer than a pipe holds
+                p = subprocess.Popen([sys.executable, "-m", "pktbuf.apps.compile", "--unit", u,
+                                      "1" if report else "0"], env=env, stdout=out, stderr=err,
+                                     stdin=subprocess.DEVNULL)
+                running[u] = (p, time.perf_counter(), out, err)
+            if not running:
+                raise CompileFailed(f"units {todo} wait for units that are not scheduled")
+            time.sleep(0.02)
+            for u, (p, t0, out, err) in list(running.items()):
+                if p.poll() is None:
+                    continue
+                del running[u]
+                out.seek(0)
+                err.seek(0)
+                text, etext = out.read(), err.read()
+                out.close()
+                err.close()
+                if p.returncode != 0:
+                    raise CompileFailed(f"compiling unit {u!r} failed (exit {p.returncode}):\n"
+                                        + etext.strip()[-4000:])
+                r = json.loads(text.strip().splitlines()[-1])
+                r["wall_s"] = round(time.perf_counter() - t0, 3)
+                done[u] = r
+                if not quiet:
+                    print(f"  {u:10s} {r['wall_s']:7.1f} s", flush=True)
+    finally:
+        for p, _, out, err in running.values():
+            p.kill()
+            p.wait()
+            out.close()
+            err.close()
+    return [done[u] for u in units if u in done]
+
+
+def is_warm(targets=DEFAULT_TARGETS) -> bool:
+    """Whether the cache already holds the loops of ``targets`` for these sources (a cheap
+    check of their index files; anything missing still compiles on first use)."""
+    from .fwd.loop import fwd_loop
+    from .traffic import traffic_loop
+    loops = {"fwd": fwd_loop, "demo": fwd_loop, "traffic": traffic_loop}
+    for t in targets:
+        for u in TARGETS.get(t, (t,)):
+            disp = loops.get(u)
+            if disp is None:
+                continue
+            impl = disp._cache._impl if hasattr(disp._cache, "_impl") else None
+            cf = getattr(disp._cache, "_cache_file", None)
+            path = getattr(cf, "_index_path", None)
+            if impl is None or path is None or not os.path.exists(path):
+                return False
+    return True
+
+
+def ensure_compiled(targets, what: str, *, quiet: bool = False) -> None:
+    """On a cold cache, compile ``targets`` on every core first (a first run of ``what``);
+    warm, do nothing."""
+    if is_warm(targets):
+        return
+    jobs = len(os.sched_getaffinity(0))
+    if not quiet:
+        print(f"{what}: first run, compiling on {jobs} core(s) (pktbuf compile)...",
+              file=sys.stderr, flush=True)
+    compile_targets(targets, jobs)
+
+
+# --------------------------------------------------------------------------------------------
+# the command
+
+
+def _table(results) -> str:
+    lines = []
+    agg: dict[str, dict] = {}
+    for r in results:
+        lines.append(f"{r['unit']:10s} {r.get('wall_s', r['seconds']):8.2f} s wall, "
+                     f"{len(r['compiled'])} compilations")
+        for c in r["compiled"]:
+            a = agg.setdefault(c["kernel"], {"self_s": 0.0, "total_s": 0.0, "n": 0,
+                                             "unit": r["unit"]})
+            a["self_s"] += c["self_s"]
+            a["total_s"] = max(a["total_s"], c["total_s"])
+            a["n"] += 1
+    if agg:
+        lines.append("")
+        lines.append(f"{'kernel':64s} {'self s':>8s} {'total s':>8s} {'specs':>5s}  unit")
+        for k, a in sorted(agg.items(), key=lambda kv: -kv[1]["self_s"]):
+            lines.append(f"{k:64.64s} {a['self_s']:8.2f} {a['total_s']:8.2f} {a['n']:5d}  "
+                         f"{a['unit']}")
+        lines.append(f"{'all kernels':64s} {sum(a['self_s'] for a in agg.values()):8.2f}")
+    return "\n".join(lines)
+
+
+def _jobs(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= v <= 256:
+        raise argparse.ArgumentTypeError(f"{v} is out of range 1..256")
+    return v
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="pktbuf compile", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("targets", nargs="*", metavar="TARGET",
+                    help=f"what to compile: {', '.join(TARGETS)} or a unit "
+                         f"({', '.join(UNITS)}); default: demo")
+    ap.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                    help="processes at once (default: one per CPU)")
+    ap.add_argument("--only", action="store_true",
+                    help="the named units alone, not the units they build on")
+    ap.add_argument("--report", action="store_true",
+                    help="compile cold into a temporary cache and report seconds per kernel")
+    ap.add_argument("--warm", action="store_true",
+                    help="--report: into the real cache (what is cached is not compiled)")
+    ap.add_argument("--json", metavar="FILE", help="--report: also write the results as JSON")
+    a = ap.parse_args(argv)
+    for t in a.targets:
+        if t not in TARGETS and t not in UNITS:
+            ap.error(f"unknown target {t!r}: choose from {', '.join(list(TARGETS) + list(UNITS))}")
+    if (a.warm or a.json) and not a.report:
+        ap.error("--warm and --json go with --report")
+    targets = a.targets or list(DEFAULT_TARGETS)
+    env = None
+    tmp = None
+    if a.report and not a.warm:
+        tmp = tempfile.mkdtemp(prefix="pktbuf-compile-report-")
+        env = dict(os.environ, NUMBA_CACHE_DIR=tmp)
+    elif a.jobs not in (None, 1):
+        env = dict(os.environ)
+    t0 = time.perf_counter()
+    try:
+        results = compile_targets(targets, a.jobs if a.jobs is not None or env is None
+                                  else len(os.sched_getaffinity(0)),
+                                  report=a.report, env=env, quiet=False, deps=not a.only)
+    except CompileFailed as e:
+        print(f"pktbuf compile: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if tmp is not None:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+    wall = time.perf_counter() - t0
+    if a.report:
+        print(_table(results))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"targets": targets, "jobs": a.jobs, "wall_s": round(wall, 3),
+                           "cold": not a.warm, "units": results}, f, indent=1)
+    print(f"pktbuf compile: {', '.join(targets)} in {wall:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--unit":
+        sys.exit(_child_main(sys.argv[2:]))
+    sys.exit(main())

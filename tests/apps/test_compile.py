@@ -1,0 +1,82 @@
+"""``pktbuf compile``: units, the cold report, and two processes that never compile one function.
+
+The lock test runs two ``pktbuf compile --report --warm ring`` processes at once on one empty
+cache: each reports the compilations it did itself, and no function may appear in both (the
+second one to reach it waits for the first and loads what it wrote).  A third run compiles
+nothing.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from pktbuf.apps.compile import TARGETS, UNITS, units_for
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _compile(args, cache, **kw):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=ROOT)
+    return subprocess.Popen([sys.executable, "-m", "pktbuf.cli", "compile", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_units_come_after_what_they_build_on():
+    order = units_for(["all"])
+    assert set(order) == set(UNITS)
+    for u in order:
+        for d in UNITS[u][0]:
+            assert order.index(d) < order.index(u)
+    assert units_for(["demo"])[-2:] == ["fwd", "traffic"] and "core" in units_for(["demo"])
+    assert set(TARGETS) >= {"core", "fwd", "demo", "all"}
+
+
+def test_bad_arguments_are_usage_errors(tmp_path):
+    for args in (["nosuch"], ["--jobs", "0"], ["--jobs", "x"], ["--json", "x.json"], ["--warm"]):
+        p = _compile(args, tmp_path)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 2, (args, out, err)
+        assert "pktbuf compile" in err
+
+
+def test_two_processes_never_compile_one_function(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    reports = [tmp_path / "a.json", tmp_path / "b.json"]
+    ps = [_compile(["--report", "--warm", "--jobs", "1", "--only", "--json", str(r), "ring"],
+                   cache)
+          for r in reports]
+    for p in ps:
+        out, err = p.communicate(timeout=1200)
+        assert p.returncode == 0, err
+    seen = []
+    for r in reports:
+        data = json.loads(r.read_text())
+        assert data["cold"] is False and data["units"][0]["unit"] == "ring"
+        seen.append({(c["kernel"], c["args"]) for u in data["units"] for c in u["compiled"]})
+    assert seen[0] or seen[1]                     # the empty cache was compiled into
+    assert not (seen[0] & seen[1]), sorted(seen[0] & seen[1])[:5]
+    # everything is cached now: a third run compiles nothing
+    third = tmp_path / "c.json"
+    p = _compile(["--report", "--warm", "--jobs", "1", "--only", "--json", str(third), "ring"],
+                 cache)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    data = json.loads(third.read_text())
+    assert [c for u in data["units"] for c in u["compiled"]] == []
+    assert "ring" in out and "compilations" in out
+
+
+def test_cold_report_names_the_kernels(tmp_path):
+    out_json = tmp_path / "r.json"
+    p = _compile(["--report", "--jobs", "2", "--only", "--json", str(out_json), "ring", "pcap"],
+                 tmp_path / "unused")
+    out, err = p.communicate(timeout=1200)
+    assert p.returncode == 0, err
+    data = json.loads(out_json.read_text())
+    assert data["cold"] is True
+    names = {c["kernel"] for u in data["units"] for c in u["compiled"]}
+    assert "pktbuf.drivers.ring.burst.eth_ring_rx_burst" in names
+    assert all(0 <= c["self_s"] <= c["total_s"] for u in data["units"] for c in u["compiled"])
+    assert "eth_ring_rx_burst" in out and "self s" in out
+    assert not (tmp_path / "unused").exists()     # the report compiled into a temporary cache
