@@ -22,3 +22,44 @@ def domain():
     """A private domain per test, so pool ids and handles never leak between tests."""
     from pktbuf import Domain
     return Domain(max_objects=1 << 18, max_ring_slots=1 << 19)
+
+
+# -- groups and the checked build (.ci/run) ------------------------------------------------------
+# CI runs the suite in two pytest processes side by side, one per group: "system" tests use
+# network namespaces and interfaces, real peers (testpmd, tcpdump, dpdk-telemetry.py), worker
+# processes and pinned CPUs; "unit" tests are self-contained (kernels against their models, the
+# facade fuzz, tables, parsers).  Both groups may make namespaces: their names are unique per
+# process (tests/netns.py).
+SYSTEM_DIRS = {"af_packet", "af_xdp", "apps", "bench", "distrib", "memif", "multiproc", "pcap",
+               "telemetry"}
+SYSTEM_FILES = {"test_docs.py", "test_options.py", "test_examples.py", "test_examples_run.py"}
+# The checked build (PKTBUF_CHECKED=1 NUMBA_BOUNDSCHECK=1) asserts every raw copy against its
+# buffers and every array index inside the kernels.  CI runs it over the tests that drive the
+# kernels which copy packet data or index with computed offsets -- mbufs and the mempool
+# (core), the facade fuzz, every driver's Rx/Tx copies (memif, pcap, af_packet, af_xdp), the
+# heap and the page pool, RSS's parsers, the distributor's rings, the port table and the
+# packet libraries -- and not over the command-line, benchmark, telemetry and multi-process
+# tests, nor the interop runs against testpmd, tcpdump and tshark (in those directories too):
+# they run the same kernels through processes and peers and add no kernel paths of their own.
+CHECKED_DIRS = {"core", "fuzz", "memif", "pcap", "af_packet", "af_xdp", "heap", "pagepool", "rss",
+                "distrib", "ethdev", "net"}
+NOT_CHECKED_FILES = {"test_testpmd.py", "test_processes.py", "test_tools.py", "test_demo_bench.py",
+                     "test_ptype_tshark.py", "test_lpm_bench.py", "test_hash_bench.py",
+                     "test_jit_cache.py", "test_examples.py"}
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "group_system: run in CI's system group (see conftest)")
+    config.addinivalue_line("markers", "group_unit: run in CI's unit group (see conftest)")
+    config.addinivalue_line("markers", "checked: run again under the checked build in CI")
+
+
+def pytest_collection_modifyitems(config, items):
+    for it in items:
+        rel = os.path.relpath(str(it.fspath), _TESTS).split(os.sep)
+        top = rel[0] if len(rel) > 1 else ""
+        system = top in SYSTEM_DIRS or rel[-1] in SYSTEM_FILES
+        it.add_marker(pytest.mark.group_system if system else pytest.mark.group_unit)
+        if top in CHECKED_DIRS and rel[-1] not in NOT_CHECKED_FILES:
+            it.add_marker(pytest.mark.checked)
