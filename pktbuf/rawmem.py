@@ -24,7 +24,7 @@ from numba.np.arrayobj import populate_array
 from ._jit import CHECKED
 
 
-__all__ = ["lazy_zeros", "array_address", "addr_u8", "memcpy", "memmove", "memset",
+__all__ = ["lazy_zeros", "array_address", "addr_u8", "addr_view", "memcpy", "memmove", "memset",
            "copy_in_bounds", "move_in_bounds", "fill_in_bounds",
            "load_u8", "store_u8", "stack_i32"]
 
@@ -83,6 +83,24 @@ def addr_u8(typingctx, addr, n):
         return _array_from_pointer(context, builder, aryty, ptr, cnt)
 
     return aryty(addr, n), codegen
+
+
+@intrinsic
+def addr_view(typingctx, addr, n, dtype):
+    """An array view of ``n`` elements of ``dtype`` (``np.uint32``, ...) at ``addr``: what
+    ``addr_u8(addr, n * size).view(dtype)`` gives, built directly, so that no ``view`` overload
+    is compiled for each pair of types (compile time)."""
+    if not (isinstance(addr, types.Integer) and isinstance(n, types.Integer)
+            and isinstance(dtype, types.NumberClass)):
+        return None
+    aryty = types.Array(dtype.instance_type, 1, "C")
+
+    def codegen(context, builder, sig, args):
+        ptr = builder.inttoptr(args[0], context.get_data_type(aryty.dtype).as_pointer())
+        cnt = context.cast(builder, args[1], sig.args[1], types.intp)
+        return _array_from_pointer(context, builder, aryty, ptr, cnt)
+
+    return aryty(addr, n, dtype), codegen
 
 
 def _raw_mem_intrinsic(kind):

@@ -32,7 +32,7 @@ from ..._jit import kernel
 from ...atomics import load_acquire, store_release
 from ...buf.mbuf.layout import MAX_SEGS
 from ...buf.mbuf.raw import pktmbuf_alloc_bulk
-from ...rawmem import addr_u8, copy_in_bounds, store_u8
+from ...rawmem import addr_view, copy_in_bounds, store_u8
 from ...syscalls import POLLERR, POLLIN, fd_poll, sock_error
 from .layout import (BLK_HDR_LEN, BLK_W_FIRST, BLK_W_NUM_PKTS, BLK_W_STATUS, ETHER_TYPE_VLAN,
                      PKT_HDR_LEN, PKT_W_LEN, PKT_W_MAC_NET, PKT_W_NEXT, PKT_W_SNAPLEN,
@@ -54,7 +54,7 @@ MIN_PKT_SPACE = 8       # the least room a packet can take in a block (tp_next_o
 def _block(q, b):
     bsz = q.cfg[RC_BLOCK_SIZE]
     base = q.cfg[RC_RING] + b * bsz
-    return base, addr_u8(base, bsz).view(np.uint32)
+    return base, addr_view(base, bsz // 4, np.uint32)
 
 
 @kernel(inline="always")

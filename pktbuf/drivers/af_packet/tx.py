@@ -27,7 +27,7 @@ from ..._jit import kernel
 from ...atomics import load_acquire, store_release
 from ...buf.mbuf.free import pktmbuf_free_bulk
 from ...buf.mbuf.layout import NULL
-from ...rawmem import addr_u8, copy_in_bounds, load_u8, store_u8
+from ...rawmem import addr_view, copy_in_bounds, load_u8, store_u8
 from ...syscalls import tx_kick
 from .layout import (ETHER_HDR_LEN, ETHER_TYPE_VLAN, PKT_W_LEN, PKT_W_NEXT,
                      PKT_W_SNAPLEN, PKT_W_STATUS, TC_BLOCK_SIZE, TC_FD, TC_FPB, TC_FRAME_NR,
@@ -48,7 +48,7 @@ def _frame(q, f):
     fsz = q.cfg[TC_FRAME_SIZE]
     fpb = q.cfg[TC_FPB]
     a = q.cfg[TC_RING] + (f // fpb) * q.cfg[TC_BLOCK_SIZE] + (f % fpb) * fsz
-    return a, addr_u8(a, fsz).view(np.uint32)
+    return a, addr_view(a, fsz // 4, np.uint32)
 
 
 @kernel(inline="always")

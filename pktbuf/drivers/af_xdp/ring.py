@@ -19,7 +19,7 @@ import numpy as np
 
 from ..._jit import kernel
 from ...atomics import load_acquire, load_relaxed, store_release
-from ...rawmem import addr_u8
+from ...rawmem import addr_view
 from .layout import R_FLAGS, R_SIZE, XDP_RING_NEED_WAKEUP
 
 __all__ = ["ring_entries", "ring_free", "ring_load", "ring_publish", "ring_needs_wakeup"]
@@ -41,7 +41,7 @@ def ring_free(size, prod, cons):
 
 @kernel(inline="always")
 def _word(addr):
-    return addr_u8(addr, 4).view(np.uint32)
+    return addr_view(addr, 1, np.uint32)
 
 
 @kernel(inline="always")

@@ -33,7 +33,7 @@ from ...block import block_at
 from ...idle import now_ns
 from ...buf.mbuf.free import pktmbuf_free_bulk
 from ...buf.mbuf.raw import pktmbuf_alloc_bulk
-from ...rawmem import addr_u8
+from ...rawmem import addr_view
 from ...syscalls import POLLIN, fd_poll, rx_kick
 from .layout import (FILL_BATCH, OWN_FILL, OWN_USER, RC_BATCH, RC_COALESCE_NS, RC_FD, RC_FILL,
                      RC_FLAGS, RC_PORT, RC_RX, RC_TARGET, RC_UMEM, RS_BAD_DESC, RS_BURSTS, RS_BYTES,
@@ -87,7 +87,7 @@ def af_xdp_fill(dom, q, lcore, n):
         return E_NOENT
     base = u.cfg[U_OBJ_BASE]
     mask = size - 1
-    ring = addr_u8(cfg[RC_FILL + R_DESC], size * 8).view(np.uint64)
+    ring = addr_view(cfg[RC_FILL + R_DESC], size, np.uint64)
     for i in range(n):
         k = np.int64(q.scr[i]) - base
         u.own[k] = OWN_FILL
@@ -151,7 +151,7 @@ def af_xdp_rx_burst(dom, q, lcore, out, n):
     port = cfg[RC_PORT]
     size = cfg[RC_RX + R_SIZE]
     mask = size - 1
-    ring = addr_u8(cfg[RC_RX + R_DESC], size * 16).view(np.uint64)
+    ring = addr_view(cfg[RC_RX + R_DESC], size * 2, np.uint64)
     got = 0
     bad = 0
     nbad_mb = 0

@@ -27,7 +27,7 @@ from ...block import block_at
 from ...buf.mbuf.free import pktmbuf_free_bulk
 from ...buf.mbuf.layout import F_NOT_DIRECT, NULL
 from ...buf.mbuf.raw import mbuf_raw_alloc, pktmbuf_raw_reset
-from ...rawmem import addr_u8, copy_in_bounds, load_u8
+from ...rawmem import addr_view, copy_in_bounds, load_u8
 from ...syscalls import tx_kick
 from .layout import (OWN_TX, OWN_USER, R_CONS, R_DESC, R_PROD, R_SIZE, TC_COMP, TC_FD, TC_TX,
                      TC_UMEM, TS_BAD_COMP, TS_BYTES, TS_COMPLETED, TS_COMP_CONS, TS_COMP_PROD,
@@ -69,7 +69,7 @@ def af_xdp_complete(dom, q, lcore):
     base = u.cfg[U_OBJ_BASE]
     size = cfg[TC_COMP + R_SIZE]
     mask = size - 1
-    ring = addr_u8(cfg[TC_COMP + R_DESC], size * 8).view(np.uint64)
+    ring = addr_view(cfg[TC_COMP + R_DESC], size, np.uint64)
     cap = q.scr_comp.size
     if avail > cap:
         avail = cap
@@ -151,7 +151,7 @@ def af_xdp_tx_burst(dom, q, lcore, pkts, n):
     max_len = u.cfg[U_MAX_LEN]
     size = cfg[TC_TX + R_SIZE]
     mask = size - 1
-    ring = addr_u8(cfg[TC_TX + R_DESC], size * 16).view(np.uint64)
+    ring = addr_view(cfg[TC_TX + R_DESC], size * 2, np.uint64)
     prod = st[TS_TX_PROD]
     room = ring_free(size, prod, st[TS_TX_CONS])
     if room < n:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..._jit import kernel
 from ...atomics import load_acquire, load_relaxed, store_release
-from ...rawmem import addr_u8, copy_in_bounds
+from ...rawmem import addr_view, copy_in_bounds
 from ._sys import eventfd_signal
 from .layout import DESC_SIZE, H16_FLAGS, H16_HEAD, H16_TAIL, RING_FLAG_MASK_INT, RING_HDR_SIZE
 from .queue import (Q_EVENTFD, Q_N, Q_RING, QS_BURSTS, QS_BYTES, QS_DROPS, QS_HEAD, QS_KICKS,
@@ -44,7 +44,13 @@ SHORT = 64              # copies up to this size are one fixed-size (inlined) co
 @kernel(inline="always")
 def ring_u16(q):
     """The queue's ring -- header and ``N`` descriptors -- as a ``uint16`` array."""
-    return addr_u8(q.cfg[Q_RING], RING_HDR_SIZE + DESC_SIZE * q.cfg[Q_N]).view(np.uint16)
+    return addr_view(q.cfg[Q_RING], (RING_HDR_SIZE + DESC_SIZE * q.cfg[Q_N]) // 2, np.uint16)
+
+
+@kernel(inline="always")
+def ring_u32(q):
+    """The same ring as a ``uint32`` array (descriptor words)."""
+    return addr_view(q.cfg[Q_RING], (RING_HDR_SIZE + DESC_SIZE * q.cfg[Q_N]) // 4, np.uint32)
 
 
 @kernel(inline="always")

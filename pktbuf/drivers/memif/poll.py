@@ -20,7 +20,7 @@ import numpy as np
 from ..._jit import kernel
 from ...atomics import load_acquire, load_relaxed
 from ...idle import IDLE_SLEEP_MAX_US, idle_backoff, usleep
-from ...rawmem import addr_u8
+from ...rawmem import addr_view
 from ._sys import eventfd_drain, fd_wait
 from .layout import H16_FLAGS, RING_FLAG_MASK_INT, RING_HDR_SIZE
 from .queue import Q_EVENTFD, Q_RING, QS_UP, queue_enter, queue_leave
@@ -40,7 +40,7 @@ def memif_rx_wait(q, empty_polls, timeout_ms):
         usleep(1000)
         return 0
     fd = q.cfg[Q_EVENTFD]
-    r16 = addr_u8(q.cfg[Q_RING], RING_HDR_SIZE).view(np.uint16)
+    r16 = addr_view(q.cfg[Q_RING], RING_HDR_SIZE // 2, np.uint16)
     woken = 0
     if fd >= 0 and (load_relaxed(r16, H16_FLAGS) & RING_FLAG_MASK_INT) == 0:
         if fd_wait(fd, timeout_ms) > 0:

@@ -46,7 +46,7 @@ from ...buf.mbuf.layout import MAX_SEGS
 from ...buf.mbuf.raw import pktmbuf_alloc, pktmbuf_alloc_bulk
 from ...rawmem import copy_in_bounds
 from .burst import (FAILED, FALLBACK, L_GENERAL, L_ONE, L_SPLIT, MAX_DESC_LEN, SHORT,
-                    copy_short, finish_packet, ring_u16, rx_window)
+                    copy_short, finish_packet, ring_u16, ring_u32, rx_window)
 from .layout import (D_W_FLAGS_REGION, D_W_LENGTH, D_W_OFFSET, DESC_FLAG_NEXT, H16_HEAD,
                      H16_TAIL, desc_word)
 from .queue import (K_CLIENT_RX, Q_BSIZE, Q_BUF_BASE, Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_POOL,
@@ -64,7 +64,7 @@ def rx_refill(q):
     Rewrites each returned descriptor completely (flags 0, region 0, our offset, length = our
     buffer size), so nothing a peer left in it survives.  Done on every Rx poll, as DPDK does.
     """
-    r32 = ring_u16(q).view(np.uint32)
+    r32 = ring_u32(q)
     mask = q.cfg[Q_MASK]
     bsize = q.cfg[Q_BSIZE]
     off0 = q.cfg[Q_BUF_BASE] - np.int64(q.regions[0, 0])
@@ -78,7 +78,7 @@ def rx_refill(q):
         r32[w + D_W_LENGTH] = bsize
         r32[w + D_W_OFFSET] = off0 + s * bsize
     if cnt > 0:
-        store_release(r32.view(np.uint16), H16_HEAD, target)
+        store_release(ring_u16(q), H16_HEAD, target)
         q.st[QS_HEAD] = target
 
 
@@ -375,7 +375,7 @@ def rx_copy(dom, q, lcore, out, n, loop):
     if avail > limit:
         return queue_fail(q, V_RING_INDEX, peer)
     cap = q.cfg[Q_MBUF_CAP]
-    npk, nseg, short_ok = rx_gather(q, r16.view(np.uint32), client, last, avail, limit, n,
+    npk, nseg, short_ok = rx_gather(q, ring_u32(q), client, last, avail, limit, n,
                                     loop, cap)
     if npk == FAILED:
         return 0

@@ -39,7 +39,7 @@ from ...buf.mbuf.free import pktmbuf_free, pktmbuf_free_bulk
 from ...buf.mbuf.layout import NULL
 from ...rawmem import copy_in_bounds
 from .burst import (FAILED, FALLBACK, L_GENERAL, L_ONE, L_SPLIT, SHORT, copy_short, ring_u16,
-                    tx_publish)
+                    ring_u32, tx_publish)
 from .layout import (D_W_FLAGS_REGION, D_W_LENGTH, D_W_OFFSET, DESC_FLAG_NEXT, H16_HEAD,
                      H16_TAIL, desc_word)
 from .queue import K_CLIENT_TX, Q_BSIZE, Q_BUF_BASE, Q_KIND, Q_MASK, Q_N, QS_LAST, queue_fail
@@ -224,7 +224,7 @@ def tx_copy(dom, q, lcore, mbufs, n, loop):
     """A copy-mode Tx burst with copy loop ``loop`` (a constant: one compiled version per
     shape, the others' branches pruned)."""
     r16 = ring_u16(q)
-    r32 = r16.view(np.uint32)
+    r32 = ring_u32(q)
     client = q.cfg[Q_KIND] == K_CLIENT_TX
     cur = q.st[QS_LAST]
     free = tx_free_slots(q, r16, client, cur)

@@ -17,7 +17,7 @@ from ...atomics import load_acquire, load_relaxed, store_release
 from ...buf.mbuf.free import pktmbuf_free, pktmbuf_free_bulk
 from ...buf.mbuf.layout import MAX_SEGS, NULL
 from ...buf.mbuf.raw import pktmbuf_alloc_bulk
-from .burst import FAILED, finish_packet, ring_u16, rx_window, tx_publish
+from .burst import FAILED, finish_packet, ring_u16, ring_u32, rx_window, tx_publish
 from .layout import (D_W_FLAGS_REGION, D_W_LENGTH, D_W_OFFSET, DESC_FLAG_NEXT, H16_HEAD,
                      H16_TAIL, desc_word)
 from .queue import (Q_MASK, Q_MBUF_CAP, Q_N, Q_POOL, Q_PORT, Q_ZC_REGION, QS_BURSTS, QS_BYTES,
@@ -32,7 +32,7 @@ __all__ = ["zc_rx", "zc_rx_refill", "zc_tx", "zc_tx_reclaim", "zc_release_all"]
 def zc_rx_refill(dom, q, lcore):
     """Give the server a fresh mbuf for every free S2C slot (one bulk allocation; nothing
     when the pool cannot fill them all, counted in ``QS_NOMBUF``).  Returns the slots given."""
-    r32 = ring_u16(q).view(np.uint32)
+    r32 = ring_u32(q)
     mask = q.cfg[Q_MASK]
     head = q.st[QS_HEAD]
     target = (q.st[QS_LAST] + q.cfg[Q_N]) & IDX_MASK
@@ -54,7 +54,7 @@ def zc_rx_refill(dom, q, lcore):
         r32[w + D_W_FLAGS_REGION] = region << 16
         r32[w + D_W_LENGTH] = cap
         r32[w + D_W_OFFSET] = np.int64(m.buf_iova) + np.int64(m.data_off)
-    store_release(r32.view(np.uint16), H16_HEAD, target)
+    store_release(ring_u16(q), H16_HEAD, target)
     q.st[QS_HEAD] = target
     return cnt
 
@@ -128,7 +128,7 @@ def zc_rx(dom, q, lcore, out, n):
     last, tail, avail, limit = rx_window(q, r16, True)
     if avail > limit:
         return queue_fail(q, V_RING_INDEX, tail)
-    npk = zc_rx_gather(q, r16.view(np.uint32), last, avail, n)
+    npk = zc_rx_gather(q, ring_u32(q), last, avail, n)
     if npk == FAILED:
         return 0
     q.st[QS_BURSTS] += 1
@@ -217,7 +217,7 @@ def zc_tx(dom, q, lcore, mbufs, n):
     the packets.  Stops at the first packet that does not fit or is not in a shared pool (it
     stays with the caller)."""
     r16 = ring_u16(q)
-    r32 = r16.view(np.uint32)
+    r32 = ring_u32(q)
     cur = q.st[QS_LAST]
     zc_tx_reclaim(dom, q, lcore)
     if q.st[QS_UP] == 0:        # reclaim found a bad tail

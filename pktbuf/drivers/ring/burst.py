@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
-from ...rawmem import addr_u8
+from ...rawmem import addr_view
 from ...buf.ring.kernels import RING_HDR_WORDS, ring_dequeue_burst, ring_enqueue_burst
 from .layout import C_HDR, C_PORT, C_SIZE, C_SLOTS, S_BYTES, S_ERRORS, S_PACKETS
 
@@ -23,8 +23,8 @@ __all__ = ["eth_ring_rx_burst", "eth_ring_tx_burst"]
 
 @kernel(inline="always")
 def _ring(q):
-    hdr = addr_u8(q.cfg[C_HDR], RING_HDR_WORDS * 4).view(np.uint32)
-    slots = addr_u8(q.cfg[C_SLOTS], q.cfg[C_SIZE] * 4).view(np.int32)
+    hdr = addr_view(q.cfg[C_HDR], RING_HDR_WORDS, np.uint32)
+    slots = addr_view(q.cfg[C_SLOTS], q.cfg[C_SIZE], np.int32)
     return hdr, slots
 
 
