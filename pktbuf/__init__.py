@@ -41,6 +41,7 @@ _LAZY = {
     "Distributor": "pktbuf.net.distrib.api",
     "SharedDomain": "pktbuf.buf.domain.shared",
     "PeerReport": "pktbuf.buf.domain.shared",
+    "Hash": "pktbuf.net.hash.api",
     "Lpm": "pktbuf.net.lpm.api",
     "Lpm6": "pktbuf.net.lpm.api",
     "Region": "pktbuf.shm",
@@ -56,7 +57,7 @@ from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # n
                      NoSuchInterface, PcapError, PcapFormatError, PcapWriteError, PermissionDenied,
                      PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError,
                      SharedDomainError, NoSuchDomain, LayoutMismatch, LcoreBusy, PeerDied,
-                     NoSuchRule)
+                     NoSuchRule, NoSuchKey)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
@@ -66,7 +67,8 @@ __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument"
                                 "PcapError", "PcapFormatError", "PcapWriteError",
                                 "PortError", "NoSuchInterface", "PermissionDenied",
                                 "TelemetryError", "SharedDomainError", "NoSuchDomain",
-                                "LayoutMismatch", "LcoreBusy", "PeerDied", "NoSuchRule"])
+                                "LayoutMismatch", "LcoreBusy", "PeerDied", "NoSuchRule",
+                                "NoSuchKey"])
 
 
 def __getattr__(name):

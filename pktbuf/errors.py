@@ -143,6 +143,11 @@ class NoSuchRule(PktbufError, KeyError):
     code = E_NOENT
 
 
+class NoSuchKey(PktbufError, KeyError):
+    """A key that is not in the exact-match table (``rte_hash``'s ``-ENOENT``)."""
+    code = E_NOENT
+
+
 class DynNotFound(PktbufError, KeyError):
     """No dynamic field or flag of that name is registered (ENOENT)."""
     code = E_NOENT

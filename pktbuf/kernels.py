@@ -93,5 +93,14 @@ from .net.lpm.lpm4 import (lpm_add, lpm_delete, lpm_delete_all, lpm_is_rule_pres
                           lpm_lookup, lpm_lookup_bulk, lpm_lookupx4)
 from .net.lpm.lpm6 import (lpm6_add, lpm6_delete, lpm6_delete_all,  # noqa: F401
                           lpm6_is_rule_present, lpm6_lookup, lpm6_lookup_bulk)
+from .net.hash.crc import hash_crc, hash_crc_4byte  # noqa: F401
+from .net.hash.table import (hash_add, hash_add_key, hash_add_key_data,  # noqa: F401
+                             hash_add_key_with_hash, hash_add_key_with_hash_data, hash_count,
+                             hash_del_key, hash_del_key_with_hash, hash_free_key_with_position,
+                             hash_get_key_with_position, hash_hash, hash_iterate, hash_key_len,
+                             hash_lookup, hash_lookup_bulk, hash_lookup_bulk_data,
+                             hash_lookup_data, hash_lookup_with_hash, hash_lookup_with_hash_bulk,
+                             hash_lookup_with_hash_bulk_data, hash_lookup_with_hash_data,
+                             hash_max_key_id, hash_reset)
 
 __all__ = [n for n in dir() if not n.startswith("_")]
