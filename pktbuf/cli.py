@@ -1,6 +1,6 @@
 """The ``pktbuf`` command.
 
-    pktbuf bench [core|memif|pagepool|heap|ports|rss|distrib|all] [options]  measure (default: core)
+    pktbuf bench [core|memif|pagepool|heap|ports|rss|distrib|net|all] [options]  measure (default: core)
     pktbuf demo [options]                                   the memif forwarding demo
     pktbuf fwd --vdev DEVICE [--vdev ...] [options]         testpmd-like forwarder over any ports
     pktbuf compile [--jobs N] [--report] [TARGET ...]       warm the kernel cache (default: demo)
@@ -30,6 +30,7 @@ _BENCHES = {
     "ports": "pktbuf.bench.ports",
     "rss": "pktbuf.bench.rss",
     "distrib": "pktbuf.bench.distrib",
+    "net": "pktbuf.bench.net",
 }
 
 
