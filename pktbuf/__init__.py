@@ -42,6 +42,8 @@ _LAZY = {
     "SharedDomain": "pktbuf.buf.domain.shared",
     "PeerReport": "pktbuf.buf.domain.shared",
     "Hash": "pktbuf.net.hash.api",
+    "get_ptype": "pktbuf.net.ptype.api",
+    "ptype_name": "pktbuf.net.ptype.api",
     "Lpm": "pktbuf.net.lpm.api",
     "Lpm6": "pktbuf.net.lpm.api",
     "Region": "pktbuf.shm",

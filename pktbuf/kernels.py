@@ -102,5 +102,15 @@ from .net.hash.table import (hash_add, hash_add_key, hash_add_key_data,  # noqa:
                              hash_lookup_data, hash_lookup_with_hash, hash_lookup_with_hash_bulk,
                              hash_lookup_with_hash_bulk_data, hash_lookup_with_hash_data,
                              hash_max_key_id, hash_reset)
+from .net.hdr.access import hdr_read, pktmbuf_write  # noqa: F401
+from .net.ptype.parse import net_get_ptype_lens  # noqa: F401
+from .net.ptype.mbuf import net_get_ptype, net_get_ptype_bulk  # noqa: F401
+from .net.cksum.raw import raw_cksum, raw_cksum_mbuf  # noqa: F401
+from .net.cksum.ipv4 import (ipv4_cksum, ipv4_cksum_verify, ipv4_udptcp_cksum,  # noqa: F401
+                             ipv4_udptcp_cksum_mbuf, ipv4_udptcp_cksum_mbuf_verify,
+                             ipv4_udptcp_cksum_verify)
+from .net.cksum.ipv6 import (ipv6_udptcp_cksum, ipv6_udptcp_cksum_mbuf,  # noqa: F401
+                             ipv6_udptcp_cksum_mbuf_verify, ipv6_udptcp_cksum_verify)
+from .net.cksum.incr import cksum_update16, cksum_update32, ipv4_ttl_dec_cksum  # noqa: F401
 
 __all__ = [n for n in dir() if not n.startswith("_")]
