@@ -87,42 +87,51 @@ def _module_file(mod: str) -> str | None:
     return None
 
 
+_FROM_RE = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)",
+                      re.M)
+_IMPORT_RE = re.compile(r"^[ \t]*import[ \t]+(pktbuf[\w. ,]*)", re.M)
+
+
 def _imports_of(path: str) -> tuple[str, ...]:
     """The pktbuf source files that ``path`` imports (at any depth of its code: a function's
-    deferred import counts too)."""
+    deferred import counts too).  A scan of the text, not a parse: an import written in a
+    docstring counts too, which can only make a tag cover more files than it needs."""
     hit = _file_imports.get(path)
     if hit is not None:
         return hit
-    import ast
     rel = os.path.relpath(path, _ROOT_DIR)[:-3].split(os.sep)
     pkg = rel[:-1]               # the package a relative import starts from
     out = set()
     try:
-        tree = ast.parse(open(path, "rb").read())
-    except (OSError, SyntaxError):
-        tree = None
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            if mod != "pktbuf" and not mod.startswith("pktbuf."):
-                continue
-            f = _module_file(mod)
-            if f:
-                out.add(f)
-            for a in node.names:             # a name may be a module: from . import raw
-                g = _module_file(f"{mod}.{a.name}")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    for m in _FROM_RE.finditer(text):
+        spec, names = m.group(1), m.group(2)
+        level = len(spec) - len(spec.lstrip("."))
+        mod_part = spec[level:]
+        if level:
+            base = pkg[: len(pkg) - (level - 1)] if level > 1 else pkg
+            mod = ".".join(base + ([mod_part] if mod_part else []))
+        else:
+            mod = mod_part
+        if mod != "pktbuf" and not mod.startswith("pktbuf."):
+            continue
+        f = _module_file(mod)
+        if f:
+            out.add(f)
+        for n in names.strip("()").replace("\n", " ").split(","):
+            n = n.split(" as ")[0].strip()
+            if n.isidentifier():                # a name may be a module: from . import raw
+                g = _module_file(f"{mod}.{n}")
                 if g:
                     out.add(g)
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == "pktbuf" or a.name.startswith("pktbuf."):
-                    f = _module_file(a.name)
-                    if f:
-                        out.add(f)
+    for m in _IMPORT_RE.finditer(text):
+        for n in m.group(1).split(","):
+            f = _module_file(n.split(" as ")[0].strip())
+            if f:
+                out.add(f)
     res = tuple(sorted(out))
     _file_imports[path] = res
     return res
