@@ -34,7 +34,7 @@ import numpy as np
 from .._jit import kernel
 from ..buf.mbuf.free import pktmbuf_free, pktmbuf_free_bulk
 from ..buf.mbuf.raw import pktmbuf_alloc_bulk
-from ..drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof
+from ..drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error
 from ..drivers.pcap.tx import pcap_tx_burst
 
 __all__ = ["compare", "pktbuf_read", "pktbuf_write", "testpmd_rates"]
@@ -42,11 +42,15 @@ __all__ = ["compare", "pktbuf_read", "pktbuf_write", "testpmd_rates"]
 
 @kernel
 def _rx_loop(dom, q, lcore, out):
+    """Every packet of the file; -1 when the file stops at a format error (a damaged file is
+    never timed as a whole one)."""
     n = 0
     while not pcap_rx_eof(q):
         k = pcap_rx_burst(dom, q, lcore, out, out.size)
         pktmbuf_free_bulk(dom, lcore, out, k)
         n += k
+    if pcap_rx_error(q) != 0:
+        return -1
     return n
 
 
@@ -75,8 +79,11 @@ def pktbuf_read(pool, path: str, burst: int = 32) -> float:
     out = np.empty(burst, np.int32)
     with PcapPort(pool, rx_pcap=path, timestamps=False) as port:
         t = time.perf_counter()
-        _rx_loop(pool.domain.state, port.rx_queue(0), 0, out)
-        return time.perf_counter() - t
+        n = _rx_loop(pool.domain.state, port.rx_queue(0), 0, out)
+        t = time.perf_counter() - t
+        if n < 0:
+            raise port.error() or RuntimeError(f"{path}: the read stopped at a format error")
+        return t
 
 
 def pktbuf_write(pool, path: str, n: int, size: int, burst: int = 32) -> float:
