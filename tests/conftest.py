@@ -46,6 +46,9 @@ CHECKED_DIRS = {"core", "fuzz", "memif", "pcap", "af_packet", "af_xdp", "heap", 
 NOT_CHECKED_FILES = {"test_testpmd.py", "test_processes.py", "test_tools.py", "test_demo_bench.py",
                      "test_ptype_tshark.py", "test_lpm_bench.py", "test_hash_bench.py",
                      "test_jit_cache.py", "test_examples.py"}
+# Tests that measure how much CPU a thread gets (a busy-polling forwarder must use most of a
+# second): CI runs them alone, after the two groups, so the other group cannot take the core.
+ALONE = {"apps/test_fwd.py::test_idle_backoff_sleeps_and_no_idle_backoff_keeps_polling"}
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -53,6 +56,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "group_system: run in CI's system group (see conftest)")
     config.addinivalue_line("markers", "group_unit: run in CI's unit group (see conftest)")
     config.addinivalue_line("markers", "checked: run again under the checked build in CI")
+    config.addinivalue_line("markers", "alone: run by CI on its own, after the groups")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -61,5 +65,7 @@ def pytest_collection_modifyitems(config, items):
         top = rel[0] if len(rel) > 1 else ""
         system = top in SYSTEM_DIRS or rel[-1] in SYSTEM_FILES
         it.add_marker(pytest.mark.group_system if system else pytest.mark.group_unit)
+        if "/".join(rel) + "::" + it.name in ALONE:
+            it.add_marker(pytest.mark.alone)
         if top in CHECKED_DIRS and rel[-1] not in NOT_CHECKED_FILES:
             it.add_marker(pytest.mark.checked)
