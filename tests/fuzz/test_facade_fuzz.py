@@ -23,8 +23,8 @@ Settings (tests/fuzz/README.md): PKTBUF_FUZZ_EXAMPLES (default 150), PKTBUF_FUZZ
 from __future__ import annotations
 
 import collections
-import inspect
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -185,7 +185,7 @@ class FacadeMachine(RuleBasedStateMachine):
                 predict()
             except N.Refused as r:
                 refused = r.exc
-        caller = inspect.stack()[1].function
+        caller = sys._getframe(1).f_code.co_name     # inspect.stack() cost 90 % of each example
         if refused is not None:
             try:
                 act()
