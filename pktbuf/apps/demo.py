@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 
+from ..errors import cli_number
 from . import forwarder, traffic
 from .forwarder import MODES
 from .txonly import MIN_PKT_LEN
@@ -32,13 +33,17 @@ def _fmt_rate(x: float) -> str:
 
 def main(argv=None) -> int:
     """Run the forwarding demo: spawn forwarder + traffic processes, print live stats."""
-    ap = argparse.ArgumentParser(prog="pktbuf demo", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="pktbuf demo", description=main.__doc__,
+                                 epilog="exit status: 0 when frames came back with the right "
+                                        "MACs and both processes ended cleanly; 1 otherwise "
+                                        "(a process failed, reported an error or lost mbufs); "
+                                        "2 for a usage error.  See docs/failures.md.")
     ap.add_argument("--mode", choices=MODES, default="l2fwd")
-    ap.add_argument("--seconds", type=float, default=6.0, help="traffic duration")
-    ap.add_argument("--size", type=int, default=64, help="frame size in bytes")
+    ap.add_argument("--seconds", type=cli_number(float, 0.1, 3600), default=6.0,
+                    help="traffic duration (0.1 .. 3600)")
+    ap.add_argument("--size", type=cli_number(int, MIN_PKT_LEN, 2048), default=64,
+                    help=f"frame size in bytes ({MIN_PKT_LEN} .. 2048)")
     a = ap.parse_args(argv)
-    if not MIN_PKT_LEN <= a.size <= 2048:
-        ap.error(f"--size must be in [{MIN_PKT_LEN}, 2048]")
     print(f"pktbuf memif demo: {a.mode}, {a.size}-byte frames, {a.seconds:g} s "
           f"(compiling on first run)...", flush=True)
     forwarder.warm()
@@ -53,6 +58,7 @@ def main(argv=None) -> int:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     procs = []
+    errors: list[dict] = []
     last: dict[str, dict] = {}
     prev: dict[str, dict] = {}
     try:
@@ -89,6 +95,7 @@ def main(argv=None) -> int:
                     continue
                 if "error" in rec:
                     print(f"{rec['role']}: {rec['error']}", file=sys.stderr)
+                    errors.append(rec)
                     continue
                 last[rec["role"]] = rec
             if (time.monotonic() >= next_print and "traffic" in last
@@ -132,7 +139,7 @@ def main(argv=None) -> int:
     print(f"  {'counter':<34} {'packets':>12} {'pps':>12}")
     for name, n, pps in rows:
         print(f"  {name:<34} {n:>12,} {('%.2f M' % (pps / 1e6)) if pps is not None else '':>12}")
-    ok = g["rx"] > 0 and g["bad"] == 0 and all(p.returncode == 0 for p in procs)
+    ok = g["rx"] > 0 and g["bad"] == 0 and not errors and all(p.returncode == 0 for p in procs)
     print(f"  {'throughput':<34} {g['bytes'] * 8 / secs / 1e9:>11.2f} Gbit/s received")
     print("result:", "OK" if ok else "FAILED")
     return 0 if ok else 1

@@ -18,8 +18,9 @@ import time
 
 import numpy as np
 
+from ..errors import cli_number
 from .counters import CNT_BYTES, CNT_DROPS, CNT_RX, CNT_TX, counters, emit
-from .fwd.loop import F_RX, F_RX_BYTES, F_TX, F_TX_DROP
+from .fwd.loop import F_RX, F_RX_BYTES, F_TX, F_TX_DROP, R_PORT_ERROR
 
 MODES = ("macswap", "l2fwd")
 
@@ -58,10 +59,12 @@ def forwarder_main(argv=None) -> int:
     ap.add_argument("--sock0", default="/run/pktbuf-demo-0.sock")
     ap.add_argument("--sock1", default="/run/pktbuf-demo-1.sock")
     ap.add_argument("--mode", choices=MODES, default="macswap")
-    ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--wait", type=float, default=30.0, help="seconds to wait for the client")
+    ap.add_argument("--seconds", type=cli_number(float, 0, 1e9), default=10.0)
+    ap.add_argument("--wait", type=cli_number(float, 0, 3600), default=30.0,
+                    help="seconds to wait for the client")
     a = ap.parse_args(argv)
     fw = make_forwarder(a.mode, a.sock0, a.sock1)
+    status = 0
     try:
         fw.warm()
         print("READY", flush=True)
@@ -72,14 +75,23 @@ def forwarder_main(argv=None) -> int:
         t0 = time.monotonic()
         end = t0 + a.seconds
         while time.monotonic() < end:
-            fw.run_slice(min(0.5, end - time.monotonic()))
+            r = fw.run_slice(min(0.5, end - time.monotonic()))
             emit("fwd", _counters(fw), t0)
+            if r == R_PORT_ERROR:         # a port stopped for good: not a normal end
+                for e in fw.failures():
+                    print(json.dumps({"role": "fwd", "error": e["line"]}), flush=True)
+                status = 1
+                break
         emit("fwd", _counters(fw), t0, final=True)
         # the traffic side stops first; keep serving until it has gone
         fw.ports[0].memif.wait_disconnected(5)
     finally:
-        fw.close()
-    return 0
+        in_use = fw.close()
+    if in_use:
+        print(json.dumps({"role": "fwd", "error": f"{in_use} mbufs were not returned"}),
+              flush=True)
+        status = 1
+    return status
 
 
 def warm() -> None:

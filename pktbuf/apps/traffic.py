@@ -13,6 +13,7 @@ import json
 import numpy as np
 
 from .._jit import kernel
+from ..errors import cli_number
 from ..idle import IDLE_SLEEP_MAX_US, idle_backoff, now_ns
 from ..buf.mbuf.free import pktmbuf_free_bulk
 from ..drivers.memif.datapath import memif_rx_burst, memif_tx_burst
@@ -76,8 +77,8 @@ def traffic_main(argv=None) -> int:
     ap.add_argument("--sock0", default="/run/pktbuf-demo-0.sock")
     ap.add_argument("--sock1", default="/run/pktbuf-demo-1.sock")
     ap.add_argument("--mode", choices=MODES, default="macswap")
-    ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--seconds", type=cli_number(float, 0, 1e9), default=10.0)
+    ap.add_argument("--size", type=cli_number(int, MIN_PKT_LEN, 65535), default=64)
     a = ap.parse_args(argv)
     from ..drivers.memif.api.memif import Memif
     from ..buf.domain.pools import PktmbufPool
@@ -92,6 +93,7 @@ def traffic_main(argv=None) -> int:
         exp_dst, exp_src = port_mac(1), port_mac(1)
     else:    # swapped back to us
         exp_dst, exp_src = me, peer
+    warm()      # compile (or load) before connecting: the forwarder's clock starts then
     c0 = Memif.client(a.sock0, pool=pool, name="pktbuf-traffic-0")
     c1 = Memif.client(a.sock1, pool=pool, name="pktbuf-traffic-1") if l2 else c0
     try:
@@ -108,6 +110,13 @@ def traffic_main(argv=None) -> int:
         if l2:
             c1.close()
         c0.close()
+    # every mbuf back: the memif clients hold none once closed (a leak is a failure, not
+    # a normal end)
+    left = int(pool.in_use_count)
+    if left:
+        print(json.dumps({"role": "traffic", "error": f"{left} mbufs were not returned"}),
+              flush=True)
+        return 1
     return 0
 
 

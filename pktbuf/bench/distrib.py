@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from ..errors import cli_number
 from .._jit import kernel
 from ..atomics import load_acquire
 from ..net.distrib.kernels import distributor_burst, distributor_worker_burst
@@ -420,9 +421,9 @@ def print_all(res: dict, out=None) -> None:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(prog="pktbuf bench distrib", description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=11, help="hop samples per variant")
-    ap.add_argument("--seconds", type=float, default=2.0, help="pipeline / workers run length")
-    ap.add_argument("--rounds", type=int, default=5, help="pipeline / workers alternating rounds")
+    ap.add_argument("--reps", type=cli_number(int, 1, 10**6), default=11, help="hop samples per variant")
+    ap.add_argument("--seconds", type=cli_number(float, 0.001, 86400), default=2.0, help="pipeline / workers run length")
+    ap.add_argument("--rounds", type=cli_number(int, 1, 10**6), default=5, help="pipeline / workers alternating rounds")
     ap.add_argument("--quick", action="store_true", help="few, short samples")
     ap.add_argument("--json", metavar="FILE", help="write every figure as JSON")
     a = ap.parse_args(argv)

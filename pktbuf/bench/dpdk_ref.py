@@ -305,11 +305,12 @@ def start(lcores: int = 2, env=None) -> DpdkRef:
 
 def main(argv=None) -> int:
     import argparse
+    from ..errors import cli_number
     from .core import BURSTS, CASES, DROP_US, LAYOUTS, UNITS, chunking, loop_iters
     ap = argparse.ArgumentParser(prog="python -m pktbuf.bench.dpdk_ref",
                                  description="DPDK's side of `pktbuf bench core`, alone: JSON lines.")
     ap.add_argument("--quick", action="store_true", help="1 repetition of 20000 units each")
-    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--reps", type=cli_number(int, 1, 10**6), default=7)
     a = ap.parse_args(argv)
     reps, units = (1, 20_000) if a.quick else (max(1, a.reps), UNITS)
     try:

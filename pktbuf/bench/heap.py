@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from ..errors import cli_list, cli_number
 from .._jit import kernel
 from ..atomics import compiler_barrier, fetch_add, load_acquire
 from ..buf.heap.api import Heap
@@ -402,11 +403,11 @@ def _num(fig, w):
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(prog="pktbuf bench heap", description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)), type=cli_list(int, 1, 1 << 30),
                     help="comma-separated block sizes in bytes (default: %(default)s)")
-    ap.add_argument("--repeat", type=int, default=11, help="runs per figure; medians are shown")
+    ap.add_argument("--repeat", type=cli_number(int, 1, 10**6), default=11, help="runs per figure; medians are shown")
     ap.add_argument("--quick", action="store_true", help="3 runs per figure")
-    ap.add_argument("--pause", type=float, default=0.0,
+    ap.add_argument("--pause", type=cli_number(float, 0, 3600), default=0.0,
                     help="seconds between the two-thread A/B rounds: with a large "
                          "--repeat, samples a busy machine over a long window for clean runs")
     ap.add_argument("--locks", action="store_true",
@@ -418,12 +419,7 @@ def main(argv=None) -> int:
     add_output_args(ap, "heap")
     args = ap.parse_args(argv)
     repeat = 3 if (args.quick or QUICK) else max(1, args.repeat)
-    try:
-        sizes = [int(s) for s in args.sizes.split(",") if s]
-    except ValueError:
-        ap.error("--sizes must be integers")
-    if not sizes or min(sizes) < 1:
-        ap.error("--sizes must be positive")
+    sizes = args.sizes                   # checked by cli_list: 1 or more sizes >= 1
     check_output_args(ap, args)
     doc = recorded(ap, args, "heap")
     if doc is not None:

@@ -25,6 +25,7 @@ import os
 import statistics
 import sys
 
+from ..errors import cli_number
 from .memif_loops import warm as warm_loops
 from .memif_runs import Loopback, PairResult, Schedule, pktbuf_pair, testpmd_pair
 
@@ -142,13 +143,13 @@ def main(argv=None) -> int:
     """pktbuf bench memif: pktbuf <-> pktbuf vs testpmd <-> testpmd over memif (interleaved
     rounds, equal schedules), round trip, copy paths, zero-copy."""
     ap = argparse.ArgumentParser(prog="pktbuf bench memif", description=main.__doc__)
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved pktbuf/testpmd rounds")
-    ap.add_argument("--samples", type=int, default=6, help="sample intervals per run")
-    ap.add_argument("--interval", type=float, default=0.5, help="seconds per sample")
-    ap.add_argument("--warmup", type=float, default=1.0, help="seconds before sampling")
+    ap.add_argument("--rounds", type=cli_number(int, 1, 10**6), default=3, help="interleaved pktbuf/testpmd rounds")
+    ap.add_argument("--samples", type=cli_number(int, 1, 10**6), default=6, help="sample intervals per run")
+    ap.add_argument("--interval", type=cli_number(float, 0.001, 3600), default=0.5, help="seconds per sample")
+    ap.add_argument("--warmup", type=cli_number(float, 0, 3600), default=1.0, help="seconds before sampling")
     ap.add_argument("--quick", action="store_true", help="one short round (CI smoke test)")
     ap.add_argument("--no-testpmd", action="store_true", help="skip the testpmd reference")
-    ap.add_argument("--max-wait", type=float, default=0.1,
+    ap.add_argument("--max-wait", type=cli_number(float, 0, 1), default=0.1,
                     help="a comparison round is clean when no polling thread of either run "
                          "waited for a CPU more than this share of the time")
     ap.add_argument("--only-compare", action="store_true",

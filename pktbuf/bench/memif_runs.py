@@ -30,6 +30,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from ..errors import cli_number
 from ..apps.counters import CNT_DROPS, CNT_RX, CNT_TX, counters
 from ..apps.txonly import udp_headers
 from .memif_loops import echo_loop, loopback_loop, pingpong_loop, sender_loop, sink_loop
@@ -254,13 +255,13 @@ def _child(argv) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("role", choices=["sender", "sink", "echo", "pingpong"])
     ap.add_argument("sock")
-    ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--bsize", type=int, default=2048)
+    ap.add_argument("--size", type=cli_number(int, 42, 65535), default=64)
+    ap.add_argument("--bsize", type=cli_number(int, 1, 65535), default=2048)
     ap.add_argument("--general", action="store_true")
     ap.add_argument("--zc", action="store_true")
-    ap.add_argument("--cpu", type=int, default=-1)
-    ap.add_argument("--samples", type=int, default=6)
-    ap.add_argument("--interval", type=float, default=0.5)
+    ap.add_argument("--cpu", type=cli_number(int, -1, 4095), default=-1)
+    ap.add_argument("--samples", type=cli_number(int, 1, 10**6), default=6)
+    ap.add_argument("--interval", type=cli_number(float, 0.001, 3600), default=0.5)
     a = ap.parse_args(argv)
     _pin(a.cpu)
     from ..drivers.memif.api.memif import Memif

@@ -24,6 +24,7 @@ import sys
 
 import numpy as np
 
+from ..errors import cli_number
 from .._jit import kernel
 from ..buf.pagepool.api import PageArena, PagePool
 from ..buf.pagepool.arena import put_page
@@ -119,7 +120,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="pktbuf bench pagepool", description=__doc__.split("\n")[0])
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="comma-separated subset of %(default)s")
-    ap.add_argument("--polls", type=int, default=20_000,
+    ap.add_argument("--polls", type=cli_number(int, 10, 10**9), default=20_000,
                     help="64-page polls timed per strategy (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="2000 polls per strategy")
     args = ap.parse_args(argv)

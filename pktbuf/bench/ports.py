@@ -34,6 +34,7 @@ import sys
 import numpy as np
 from numba import njit
 
+from ..errors import cli_number
 from ..kernels import eth_ring_rx_burst, eth_ring_tx_burst, rx_burst, tx_burst
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
@@ -106,17 +107,17 @@ def main(argv=None) -> int:
                     help="comma-separated subset of %(default)s")
     ap.add_argument("--quick", action="store_true", help="fewer samples")
     ap.add_argument("--json", metavar="FILE", help="write every figure as JSON")
-    ap.add_argument("--rounds", type=int, default=5,
+    ap.add_argument("--rounds", type=cli_number(int, 1, 10**6), default=5,
                     help="AF_PACKET: alternating pktbuf/testpmd rounds at the fixed load")
-    ap.add_argument("--seconds", type=float, default=3.0,
+    ap.add_argument("--seconds", type=cli_number(float, 0.001, 86400), default=3.0,
                     help="AF_PACKET: seconds of offered load per run")
-    ap.add_argument("--rate", type=float, default=None, metavar="KPPS",
+    ap.add_argument("--rate", type=cli_number(float, 0.001, 1e9), default=None, metavar="KPPS",
                     help="AF_PACKET: the fixed offered load in kpps (default: half the lower "
                          "unpaced rate, measured first)")
-    ap.add_argument("--search-rounds", type=int, default=3,
+    ap.add_argument("--search-rounds", type=cli_number(int, 1, 10**6), default=3,
                     help="afpacket_fwd: alternating loss-free searches per side")
     ap.add_argument("--no-testpmd", action="store_true", help="AF_PACKET: pktbuf only")
-    ap.add_argument("--nice", type=int, default=0,
+    ap.add_argument("--nice", type=cli_number(int, -20, 19), default=0,
                     help="AF_PACKET: run both sides' receiver/forwarder at this nice value "
                          "(negative: a larger CPU share on a shared machine)")
     ap.add_argument("--idle-backoff", action="store_true",

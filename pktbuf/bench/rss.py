@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import cli_number
 from .._jit import kernel
 from ..net.rss.thash import DEFAULT_RSS_KEY, key_array, new_table, thash_bulk, thash_table_init
 from . import results as R
@@ -229,7 +230,7 @@ def print_table(doc: dict, out=None) -> None:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(prog="pktbuf bench rss", description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=11, help="samples per variant (medians shown)")
+    ap.add_argument("--reps", type=cli_number(int, 1, 10**6), default=11, help="samples per variant (medians shown)")
     ap.add_argument("--quick", action="store_true", help="3 short samples per variant")
     ap.add_argument("--no-dpdk", action="store_true", help="pktbuf alone (no C reference)")
     ap.add_argument("--json", metavar="FILE", help="write every figure as JSON")

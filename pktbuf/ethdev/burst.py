@@ -12,6 +12,14 @@ driver's kernel (``memif_rx_burst``, ``eth_ring_rx_burst``, ...) with the queue'
 switch on a word the CPU predicts perfectly, in place of DPDK's function pointer.  An unknown
 port or queue id, or a port being closed, gives 0 (DPDK checks ids only in debug builds).
 Each driver's kernel can also be called directly with its queue block (``port.rx_queue(0)``).
+
+**A queue's error state.**  A burst returns a count, never an error: a queue that failed for
+good (a capture file that breaks its format, a write that failed) returns 0 from then on, as
+it does at the end of its input.  :func:`rx_queue_error` / :func:`tx_queue_error` tell the
+two apart -- the driver's code of the error that stopped the queue, 0 while it is sound -- and
+:func:`rx_queue_eof` is true for both, so a loop that stops at the end of its input must ask
+``rx_queue_error`` before it calls that a normal end (the port's facade, ``port.error()``,
+says what happened in words).
 """
 from __future__ import annotations
 
@@ -29,12 +37,13 @@ from ..buf.mbuf.layout import MBUF_DTYPE  # noqa: F401
 from ..drivers.memif.datapath import memif_rx_burst, memif_tx_burst
 from ..drivers.memif.queue import MEMIF_QUEUE  # noqa: F401
 from ..drivers.pcap.layout import PCAP_RXQ, PCAP_TXQ  # noqa: F401
-from ..drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof
-from ..drivers.pcap.tx import pcap_tx_burst
+from ..drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error
+from ..drivers.pcap.tx import pcap_tx_burst, pcap_tx_error
 from .layout import (H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_PCAP, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND,
                      P_NB_RX, P_NB_TX)
 
-__all__ = ["rx_burst", "tx_burst", "rx_queue_eof", "eth_domain"]
+__all__ = ["rx_burst", "tx_burst", "rx_queue_eof", "rx_queue_error", "tx_queue_error",
+           "eth_domain"]
 
 
 @kernel(inline="always")
@@ -91,9 +100,31 @@ def tx_burst(eth, port, queue, lcore, pkts, n):
 
 
 @kernel
+def rx_queue_error(eth, port, queue):
+    """The code of the error that stopped ``port``'s Rx queue for good (> 0; the driver's:
+    ``V_*`` of :mod:`pktbuf.drivers.pcap.layout` for a capture file), 0 while it can deliver
+    or has merely reached its end.  0 for ids that name no queue."""
+    kind, addr = _queue(eth, eth.rxq, port, queue, P_NB_RX)
+    if kind == K_PCAP:
+        return pcap_rx_error(block_at(addr, "pcap_rxq"))
+    return 0
+
+
+@kernel
+def tx_queue_error(eth, port, queue):
+    """The code of the error that stopped ``port``'s Tx queue for good (> 0: the errno of a
+    failed write for a capture file), 0 while it takes packets."""
+    kind, addr = _queue(eth, eth.txq, port, queue, P_NB_TX)
+    if kind == K_PCAP:
+        return pcap_tx_error(block_at(addr, "pcap_txq"))
+    return 0
+
+
+@kernel
 def rx_queue_eof(eth, port, queue):
     """True once ``port``'s Rx queue can never deliver again (a capture file at its end,
-    without looping).  False for live ports and for ids that name no queue."""
+    without looping, or stopped by an error: :func:`rx_queue_error` says which).  False for
+    live ports and for ids that name no queue."""
     kind, addr = _queue(eth, eth.rxq, port, queue, P_NB_RX)
     if kind == K_PCAP:
         return pcap_rx_eof(block_at(addr, "pcap_rxq"))

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from ...drivers.common.kinds import MAX_PORTS
-from .distrib_loop import F_UNROUTED, R_RX_EOF, dist_io_loop, dist_worker_loop
+from .distrib_loop import F_UNROUTED, R_PORT_ERROR, R_RX_EOF, dist_io_loop, dist_worker_loop
 from .loop import MAX_BURST, MODES
 
 SLICE = 0.1
@@ -232,6 +232,7 @@ class DistribForwarder:
         of dead workers included)."""
         self.dist.drain()
         in_use = self.fw.close()
+        self.close_errors = self.fw.close_errors
         self.fw = None
         self._teardown()
         return in_use
@@ -253,14 +254,16 @@ def _summary_counts(rows):
 
 def main_distrib(a, peers: dict) -> int:
     """``pktbuf fwd --workers N --distributor`` (``a``: the parsed arguments)."""
-    from .forwarder import build_or_report, sigterm_stops, start_telemetry as _telemetry
-    from .stats import emit_json, emit_text, fwd_stats_text
+    from .forwarder import (EXIT_FAILURE, EXIT_OK, build_or_report, report_failures,
+                            report_warnings, sigterm_stops, start_telemetry as _telemetry)
+    from .stats import emit_json, emit_text, end_line, fwd_stats_text
     df = build_or_report(lambda: DistribForwarder(
         a.vdev, a.forward_mode, a.workers, burst=a.burst, nb_mbufs=a.total_num_mbufs,
         mbuf_size=a.mbuf_size, peers=peers, ring_size=a.dist_ring_size,
-        symmetric=a.symmetric, idle_backoff=not a.no_idle_backoff))
+        symmetric=a.symmetric, idle_backoff=not a.no_idle_backoff), a.json)
     if df is None:
-        return 1
+        return EXIT_FAILURE
+    reported: set = set()
     stop, old = sigterm_stops()
     tel = None
     t0 = time.monotonic()
@@ -291,7 +294,13 @@ def main_distrib(a, peers: dict) -> int:
             if a.seconds and now - t0 >= a.seconds:
                 stop["why"] = "seconds"
                 break
-            eof = df.run_slice(SLICE) == R_RX_EOF
+            r = df.run_slice(SLICE)
+            eof = r == R_RX_EOF
+            if r == R_PORT_ERROR:
+                # stop receiving; stop() takes back and sends what is in flight first
+                stop["why"] = "port error"
+                report_failures(df.fw.failures(), a.json, reported)
+                break
             if next_stats is not None and now >= next_stats:
                 ev = {"event": "stats", "t": round(now - t0, 3), "workers": df.worker_rows(),
                       "ports": [{k: r[k] for k in ("port_id", "rx", "tx", "tx_dropped")}
@@ -323,14 +332,24 @@ def main_distrib(a, peers: dict) -> int:
         if tel is not None:
             tel.close()
         rows, wrows, lost, unrouted = df.rows(), df.worker_rows(), df.lost(), df.unrouted()
+        errors, warnings = df.fw.failures(), df.fw.warnings()
         in_use = df.close()
+        errors = errors + df.close_errors
+    report_failures(errors, a.json, reported)
+    if errors and stop["why"] != "port error":
+        stop["why"] += " (after a port error)"
+    report_warnings(warnings)
     failed = [r["worker"] for r in wrows if r["state"] != "done"]
+    status = EXIT_FAILURE if in_use or failed or errors else EXIT_OK
     if a.json:
         emit_json({"event": "summary", "mode": a.forward_mode, "stopped_by": stop["why"],
                    "seconds": round(elapsed, 3), "ports": rows,
                    "accumulated": _summary_counts(rows), "workers": wrows,
                    "lost_with_dead_workers": lost, "unrouted": unrouted,
-                   "mbufs_in_use_at_close": in_use})
+                   "mbufs_in_use_at_close": in_use,
+                   "errors": [{k: v for k, v in e.items() if k != "line"} for e in errors],
+                   "warnings": [{k: v for k, v in w.items() if k != "line"} for w in warnings],
+                   "exit_status": status})
     else:
         emit_text(f"\nStopping ({stop['why']}) after {elapsed:.1f} s...")
         for r in wrows:
@@ -338,7 +357,8 @@ def main_distrib(a, peers: dict) -> int:
                       f"TX {r['tx']}" + (f", {r['in_hand']} mbufs lost with it"
                                          if r["state"] == "died" else ""))
         emit_text(fwd_stats_text(rows))
-        emit_text("\nDone." + ("" if in_use == 0 else f"  {in_use} mbufs were not returned"
-                                + (f" ({lost} lost with dead workers)" if lost else "") + "!")
-                  + (f"  Workers that did not finish cleanly: {failed}" if failed else ""))
-    return 0 if in_use == 0 and not failed else 1
+        more = [f"{lost} mbufs lost with dead workers"] if lost else []
+        if failed:
+            more.append(f"workers that did not finish cleanly: {failed}")
+        emit_text(end_line(errors, warnings, in_use, "; ".join(more)))
+    return status

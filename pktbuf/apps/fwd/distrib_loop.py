@@ -23,11 +23,11 @@ from ..._jit import kernel
 from ...net.distrib.kernels import (distributor_burst, distributor_return_burst,
                                     distributor_returned_pkts, distributor_worker_burst,
                                     distributor_worker_done)
-from ...ethdev.burst import eth_domain, rx_burst, tx_burst
+from ...ethdev.burst import eth_domain, rx_burst, rx_queue_error, tx_burst, tx_queue_error
 from ...idle import idle_backoff, now_ns
 from ...buf.mbuf.free import pktmbuf_free_bulk
 from .loop import (F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, M_MAC, M_MACSWAP,
-                   M_RXONLY, _rewrite, all_rx_eof)
+                   M_RXONLY, _rewrite, all_rx_eof, streams_failed)
 
 HOLD_NS = 100_000_000
 F_UNROUTED = 6      # cnt[0, F_UNROUTED]: returned packets whose port names no stream (freed)
@@ -35,6 +35,7 @@ F_UNROUTED = 6      # cnt[0, F_UNROUTED]: returned packets whose port names no s
 # what dist_io_loop returns
 R_DEADLINE = 0      # the slice ended
 R_RX_EOF = 1        # every Rx port has reached its end and nothing came back this round
+R_PORT_ERROR = 2    # a queue of a stream's port was stopped by an error (port.error() says it)
 
 
 @kernel
@@ -48,6 +49,8 @@ def dist_io_loop(eth, lcore, streams, txmap, txports, d, burst, deadline_ns, rx_
     ``cnt``: int64[ports, F_WORDS]; ``pk``, ``rk``: int32 scratch of at least ``burst``;
     ``held``/``nheld[0]``: the packets the distributor refused, kept across calls;
     ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s cap (``BUSY_POLL``: pause only).
+    Returns ``R_PORT_ERROR`` at the end of a round in which a stream's queue was found stopped
+    by an error (the packets in flight are the caller's to take back: :meth:`stop`).
     """
     dom = eth_domain(eth)
     mb = dom.mb
@@ -59,6 +62,7 @@ def dist_io_loop(eth, lcore, streams, txmap, txports, d, burst, deadline_ns, rx_
     idle = 0
     while True:
         work = 0
+        failed = False
         if nheld[0] > 0:
             h = nheld[0]
             k = distributor_burst(dom, d, held, h)
@@ -72,6 +76,8 @@ def dist_io_loop(eth, lcore, streams, txmap, txports, d, burst, deadline_ns, rx_
                 rxp = streams[s, 0]
                 n = rx_burst(eth, rxp, 0, lcore, pk, burst)
                 if n == 0:
+                    if rx_queue_error(eth, rxp, 0) != 0:
+                        failed = True
                     continue
                 nbytes = 0
                 for i in range(n):
@@ -118,9 +124,15 @@ def dist_io_loop(eth, lcore, streams, txmap, txports, d, burst, deadline_ns, rx_
                         txbytes -= np.int64(mb[pk[i]].pkt_len)
                     pktmbuf_free_bulk(dom, lcore, pk[k:], c - k)
                     cnt[txp, F_TX_DROP] += c - k
+                    if tx_queue_error(eth, txp, 0) != 0:
+                        failed = True
                 cnt[txp, F_TX] += k
                 cnt[txp, F_TX_BYTES] += txbytes
+        if failed:
+            return R_PORT_ERROR
         if work == 0:
+            if rx_on != 0 and streams_failed(eth, streams):
+                return R_PORT_ERROR
             if nheld[0] == 0 and all_rx_eof(eth, streams):
                 return R_RX_EOF
             idle_backoff(idle, idle_max_us)

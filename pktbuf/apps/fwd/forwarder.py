@@ -1,6 +1,8 @@
 """The forwarder of ``pktbuf fwd``: its ports, pool and compiled loop (:class:`Forwarder`, usable
 from Python), and what the command's three forms (plain, ``--workers``, ``--distributor``) share
-when they run one: building it or reporting why not, SIGTERM as a stop, the telemetry server."""
+when they run one: building it or reporting why not, SIGTERM as a stop, the telemetry server,
+and how a run that lost data ends (:func:`report_failures`, the exit statuses; docs/failures.md).
+"""
 from __future__ import annotations
 
 import signal
@@ -9,6 +11,8 @@ import time
 
 import numpy as np
 
+from ...drivers.common.api.port import port_error, port_warnings
+from ...errors import PktbufError
 from ...drivers.common.kinds import MAX_PORTS
 from ...idle import BUSY_POLL, IDLE_SLEEP_MAX_US
 from .loop import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS,
@@ -16,6 +20,19 @@ from .loop import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP,
 from ..txonly import MIN_PKT_LEN, udp_headers
 
 SLICE = 0.1          # seconds per call into the loop (Ctrl-C and the stats run between calls)
+
+# exit statuses of every pktbuf command (docs/failures.md)
+EXIT_OK = 0          # the run ended as asked and lost nothing it did not report as a warning
+EXIT_FAILURE = 1     # a port error stopped it, a port could not be opened, a worker failed,
+                     # or mbufs were not returned
+EXIT_USAGE = 2       # the command line is wrong (argparse's status): nothing was started
+EXIT_EPILOG = """exit status:
+  0  the run ended as asked (Ctrl-C, --seconds, or every input at its end) and every mbuf
+     came back; losses that did not stop it (frames skipped or cut) are warnings
+  1  a runtime failure: a port error stopped the run (a damaged capture file, a failed
+     write), a port could not be opened, a worker failed, or mbufs were not returned
+  2  a usage error: an option out of its range, unknown, or missing; nothing was started
+docs/failures.md says what each command does on each kind of failure."""
 
 
 class Forwarder:
@@ -48,12 +65,15 @@ class Forwarder:
         self.pool = PktmbufPool(nb_mbufs, 250, data_room=mbuf_size, name="fwd") \
             if pool is None else pool
         self.ports = Ports(self.pool)
+        self.devices: dict[int, str] = {}       # port id -> the device string it was opened by
         try:
             for v in vdevs:
                 if callable(v):
-                    self.ports.add(v(self.pool, self.ports._free_id()))
+                    p = self.ports.add(v(self.pool, self.ports._free_id()))
+                    self.devices[p.port_id] = getattr(p, "name", repr(p))
                 else:
-                    self.ports.open(v)
+                    p = self.ports.open(v)
+                    self.devices[p.port_id] = v
         except BaseException:
             self.close()
             raise
@@ -87,11 +107,20 @@ class Forwarder:
                  self.scratch, self.record_cycles, self.idle_max_us)
 
     def run_slice(self, seconds: float) -> int:
-        """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended."""
+        """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended, R_PORT_ERROR
+        once a queue was stopped by an error (:meth:`failures` says which)."""
         return int(fwd_loop(self.ports.state, 0, self.pool.id, self.streams,
                             MODES.index(self.mode), self.burst, self.macs, self.peers,
                             self.hdrs, self.txpkts, time.monotonic_ns() + int(seconds * 1e9),
                             self.cnt, self.scratch, self.record_cycles, self.idle_max_us))
+
+    def failures(self) -> list[dict]:
+        """The errors that stopped a queue of one of the ports (``error`` events)."""
+        return port_failures(self.ports, self.devices)
+
+    def warnings(self) -> list[dict]:
+        """What the ports lost without stopping (``warning`` records)."""
+        return port_loss_warnings(self.ports, self.devices)
 
     def rows(self) -> list[dict]:
         out = []
@@ -107,10 +136,23 @@ class Forwarder:
 
     def close(self) -> int:
         """Close the ports and the pool (unless it was given: its owner closes it); returns the
-        mbufs that were still in use before the pool closed (0 when every mbuf came back)."""
-        self.ports.close()
+        mbufs that were still in use before the pool closed (0 when every mbuf came back).
+        A port that fails to close (a capture file whose last write fails) is still taken out
+        and closed; what went wrong is kept in :attr:`close_errors` (``error`` events)."""
+        self.close_errors = []
+        for pid in list(self.ports.ids()):
+            p = self.ports[pid]
+            try:
+                self.ports.close_port(pid)
+            except (PktbufError, OSError) as e:
+                dev = self.devices.get(pid, p.name)
+                self.close_errors.append(
+                    {"event": "error", "stage": "close", "port_id": pid, "name": p.name,
+                     "device": dev, "driver": p.driver, "direction": "tx",
+                     "queue": getattr(e, "queue", None), "reason": str(e), "offset": None,
+                     "path": getattr(e, "path", None), "exception": type(e).__name__,
+                     "line": f"port {pid} ({dev}): closing it: {e}"})
         in_use = int(self.pool.in_use_count)
-        from ...errors import PktbufError
         try:
             self.audited = self.pool.audit()     # free mbufs, each once (== pool size: whole)
         except PktbufError:
@@ -132,14 +174,70 @@ def tsc() -> int:
     return int(tsc_now())
 
 
-def build_or_report(make):
-    """``make()``, or None after printing why it failed as ``pktbuf fwd`` reports errors."""
+def build_or_report(make, json_lines: bool = False):
+    """``make()``, or None after printing why it failed as ``pktbuf fwd`` reports errors
+    (one line on stderr; with ``json_lines`` also an ``error`` event on stdout)."""
     from ...errors import PktbufError
     try:
         return make()
     except (PktbufError, OSError) as e:
         print(f"pktbuf fwd: {e}", file=sys.stderr)
+        if json_lines:
+            from .stats import emit_json
+            emit_json({"event": "error", "stage": "open", "reason": str(e),
+                       "exception": type(e).__name__})
         return None
+
+
+def port_failures(ports, devices: dict) -> list[dict]:
+    """One ``error`` event per port whose ``error()`` is set: the port, the device string,
+    the queue, the reason, the offset (capture files) and the line ``pktbuf fwd`` prints."""
+    out = []
+    for p in ports:
+        e = port_error(p)
+        if e is None:
+            continue
+        dev = devices.get(p.port_id, p.name)
+        d, q = getattr(e, "direction", "rx"), getattr(e, "queue", 0)
+        out.append({"event": "error", "port_id": p.port_id, "name": p.name, "device": dev,
+                    "driver": p.driver, "direction": d, "queue": q,
+                    "reason": getattr(e, "reason", str(e)),
+                    "offset": getattr(e, "offset", None), "path": getattr(e, "path", None),
+                    "exception": type(e).__name__,
+                    "line": f"port {p.port_id} ({dev}): {d} queue {q}: {e}"})
+    return out
+
+
+def port_loss_warnings(ports, devices: dict) -> list[dict]:
+    """One ``warning`` record per loss counter of a port that is not zero."""
+    out = []
+    for p in ports:
+        dev = devices.get(p.port_id, p.name)
+        for w in port_warnings(p):
+            out.append(dict(port_id=p.port_id, device=dev, **w,
+                            line=f"port {p.port_id} ({dev}): {w['count']} {w['what']} "
+                                 f"(xstat {w['xstat']})"))
+    return out
+
+
+def report_failures(errors: list[dict], json_lines: bool, emitted: set | None = None) -> None:
+    """Print each port error once: its line on stderr, and an ``error`` event with
+    ``json_lines`` (``emitted``: the lines already reported)."""
+    from .stats import emit_json
+    for e in errors:
+        if emitted is not None:
+            if e["line"] in emitted:
+                continue
+            emitted.add(e["line"])
+        print(f"pktbuf fwd: error: {e['line']}", file=sys.stderr, flush=True)
+        if json_lines:
+            emit_json({k: v for k, v in e.items() if k != "line"})
+
+
+def report_warnings(warnings: list[dict]) -> None:
+    """One ``warning:`` line on stderr per loss that did not stop the run."""
+    for w in warnings:
+        print(f"pktbuf fwd: warning: {w['line']}", file=sys.stderr, flush=True)
 
 
 def sigterm_stops() -> tuple[dict, object]:
@@ -166,4 +264,16 @@ def start_telemetry(a, fw):
     for p in fw.ports:
         t.add_port(p)
     t.add_mempool(fw.pool)
+    register_failures(t, fw.failures, fw.warnings)
     return t
+
+
+def register_failures(t, failures, warnings) -> None:
+    """``/pktbuf/errors`` on telemetry server ``t``: the run's port errors and warnings now
+    (``failures()``/``warnings()`` lists of dicts), ``{"errors": [...], "warnings": [...]}``."""
+    def cmd(params):
+        strip = (lambda d: {k: ("" if v is None else v) for k, v in d.items() if k != "line"})
+        return {"errors": [strip(e) for e in failures()],
+                "warnings": [strip(w) for w in warnings()]}
+    t.register("/pktbuf/errors", cmd,
+               "Returns the port errors that stopped the run and the losses so far. No parameters")

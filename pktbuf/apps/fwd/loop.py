@@ -11,7 +11,10 @@ serves every mix of port types.  Modes, as testpmd's:
 * ``txonly``: generate testpmd's UDP frames on each stream's Tx port.
 
 Packets a Tx queue does not take are freed and counted as Tx drops (a forwarder must not hold
-them).  Idle polling backs off (pause, yield, then sleeps up to ``idle_max_us``, 1 ms in
+them).  A queue that an error stopped for good (``rx_queue_error`` / ``tx_queue_error``: a
+capture file that breaks its format, a failed write) ends the slice with ``R_PORT_ERROR`` --
+never ``R_ALL_EOF``: the caller must report it, not take it for the end of the input.  The
+check costs nothing on the hot path: it runs only when a burst came back empty or short.  Idle polling backs off (pause, yield, then sleeps up to ``idle_max_us``, 1 ms in
 ``pktbuf fwd``), or with ``idle_max_us`` = ``BUSY_POLL`` only pauses, as testpmd polls.
 """
 from __future__ import annotations
@@ -20,7 +23,8 @@ import numpy as np
 
 from ..._jit import kernel
 from ...atomics import tsc_read
-from ...ethdev.burst import eth_domain, rx_burst, rx_queue_eof, tx_burst
+from ...ethdev.burst import (eth_domain, rx_burst, rx_queue_eof, rx_queue_error, tx_burst,
+                             tx_queue_error)
 from ...idle import idle_backoff, now_ns
 from ...buf.mbuf.free import pktmbuf_free_bulk
 from ...rawmem import addr_u8
@@ -41,7 +45,8 @@ F_WORDS = 8
 
 # what fwd_loop returns
 R_DEADLINE = 0      # the slice ended
-R_ALL_EOF = 1       # every stream's Rx port has reached its end
+R_ALL_EOF = 1       # every stream's Rx port has reached its end (and none failed)
+R_PORT_ERROR = 2    # a queue of a stream's port was stopped by an error (port.error() says it)
 
 
 @kernel(inline="always")
@@ -69,10 +74,23 @@ def all_rx_eof(eth, streams):
 
 
 @kernel
+def streams_failed(eth, streams):
+    """True when the Rx or Tx queue 0 of a stream's port was stopped by an error (asked when
+    a round found nothing to do: a Tx queue can fail on a write after taking a burst)."""
+    for s in range(streams.shape[0]):
+        if rx_queue_error(eth, streams[s, 0], 0) != 0 or \
+                tx_queue_error(eth, streams[s, 1], 0) != 0:
+            return True
+    return False
+
+
+@kernel
 def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
              deadline_ns, cnt, pk, record_cycles, idle_max_us):
-    """Forward until ``deadline_ns`` (``time.monotonic_ns`` clock) or, unless generating,
-    until every stream's Rx port is at its end.
+    """Forward until ``deadline_ns`` (``time.monotonic_ns`` clock), until a stream's Rx or Tx
+    queue is stopped by an error (``R_PORT_ERROR``, at the end of the round in which it was
+    seen: every packet received before it has been sent on), or, unless generating, until
+    every stream's Rx port is at its end (``R_ALL_EOF``).
 
     ``streams``: int64[S, 2] (Rx port, Tx port); ``macs``/``peers``: uint8[ports, 6], each
     port's MAC and its peer's; ``hdrs``: uint8[ports, 42], the txonly headers per Tx port;
@@ -91,6 +109,7 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
     idle = 0
     while True:
         work = 0
+        failed = False
         for s in range(ns):
             rxp = streams[s, 0]
             txp = streams[s, 1]
@@ -102,6 +121,8 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
             else:
                 n = rx_burst(eth, rxp, 0, lcore, pk, burst)
                 if n == 0:
+                    if rx_queue_error(eth, rxp, 0) != 0:
+                        failed = True
                     continue
                 nbytes = 0
                 for i in range(n):
@@ -127,11 +148,17 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
                     txbytes -= np.int64(mb[pk[i]].pkt_len)
                 pktmbuf_free_bulk(dom, lcore, pk[k:], n - k)
                 cnt[txp, F_TX_DROP] += n - k
+                if tx_queue_error(eth, txp, 0) != 0:
+                    failed = True
             cnt[txp, F_TX] += k
             cnt[txp, F_TX_BYTES] += txbytes
             if record_cycles:
                 cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
+        if failed:
+            return R_PORT_ERROR
         if work == 0:
+            if streams_failed(eth, streams):
+                return R_PORT_ERROR
             if mode != M_TXONLY and all_rx_eof(eth, streams):
                 return R_ALL_EOF
             idle_backoff(idle, idle_max_us)

@@ -69,3 +69,19 @@ def emit_json(obj: dict) -> None:
 def emit_text(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def end_line(errors: list, warnings: list, in_use: int, more: str = "") -> str:
+    """The last line of a text run: "Done." only when nothing failed."""
+    bad = []
+    if errors:
+        bad.append(f"{len(errors)} port error{'s' if len(errors) > 1 else ''} stopped the run "
+                   "(see the error lines)")
+    if in_use:
+        bad.append(f"{in_use} mbufs were not returned")
+    if more:
+        bad.append(more)
+    if bad:
+        return "\nFailed: " + "; ".join(bad) + "."
+    return "\nDone." + (f"  {len(warnings)} warning{'s' if len(warnings) > 1 else ''} "
+                         "(see the warning lines)." if warnings else "")

@@ -37,6 +37,7 @@ The command line's side (tables, JSON events, telemetry) is :mod:`.fwd_workers_m
 """
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import secrets
@@ -55,8 +56,10 @@ LOOP = (("rx", F_RX), ("tx", F_TX), ("tx_dropped", F_TX_DROP), ("rx_bytes", F_RX
 P_WORDS = len(STATS) + len(LOOP)          # per worker and port
 
 # control words per worker
-C_STATE, C_PID, C_CPU, C_IN_USE, C_PORTS, C_HEARTBEAT, C_AUDIT, C_POOL = range(8)
-C_WORDS = 8
+C_STATE, C_PID, C_CPU, C_IN_USE, C_PORTS, C_HEARTBEAT, C_AUDIT, C_POOL, C_ERROR, C_REPORT = \
+    range(10)
+C_WORDS = 10
+REPORT_BYTES = 8192                       # per worker: its errors and warnings, as JSON
 S_STARTING, S_RUNNING, S_DONE, S_FAILED = 0, 1, 2, 3
 STATE_NAMES = {S_STARTING: "starting", S_RUNNING: "running", S_DONE: "done", S_FAILED: "failed"}
 G_STOP = 0                                # global word: 1 = every worker stops
@@ -136,28 +139,51 @@ def split_vdevs(vdevs: list[str], workers: int, fanout_id: int | None = None,
 
 
 class Shared:
-    """The statistics block: ``ctl[w]``, ``ports[w, port]`` (``P_WORDS`` int64 each) and the
-    global stop word, in POSIX shared memory the workers open by name."""
+    """The statistics block: ``ctl[w]``, ``ports[w, port]`` (``P_WORDS`` int64 each), the
+    global stop word and each worker's report (its port errors and warnings, JSON of
+    ``ctl[w, C_REPORT]`` bytes), in POSIX shared memory the workers open by name."""
 
     def __init__(self, workers: int, name: str | None = None):
         from multiprocessing import shared_memory
-        size = 8 * (8 + workers * C_WORDS + workers * MAX_PORTS * P_WORDS)
+        nwords = 8 + workers * C_WORDS + workers * MAX_PORTS * P_WORDS
+        size = 8 * nwords + workers * REPORT_BYTES
         if name is None:
             self.shm = shared_memory.SharedMemory(create=True, size=size)
             self.owner = True
         else:
             self.shm = shared_memory.SharedMemory(name=name)
             self.owner = False
-        a = np.ndarray(size // 8, np.int64, self.shm.buf)
+        a = np.ndarray(nwords, np.int64, self.shm.buf)
         self.glob = a[:8]
         self.ctl = a[8:8 + workers * C_WORDS].reshape(workers, C_WORDS)
         self.ports = a[8 + workers * C_WORDS:].reshape(workers, MAX_PORTS, P_WORDS)
+        self.reports = np.ndarray((workers, REPORT_BYTES), np.uint8, self.shm.buf, 8 * nwords)
         if self.owner:
             a[:] = 0
+            self.reports[:] = 0
         self.name = self.shm.name
 
+    def put_report(self, w: int, errors: list, warnings: list) -> None:
+        """Worker ``w``'s errors and warnings (dicts), for the parent to report."""
+        b = json.dumps({"errors": errors, "warnings": warnings}).encode()
+        if len(b) > REPORT_BYTES:                      # keep the errors, drop the details
+            b = json.dumps({"errors": [{k: e[k] for k in ("port_id", "line")}
+                                       for e in errors][:20],
+                            "warnings": []}).encode()[:REPORT_BYTES]
+        self.reports[w, :len(b)] = np.frombuffer(b, np.uint8)
+        self.ctl[w, C_REPORT] = len(b)
+
+    def report(self, w: int) -> dict:
+        n = int(self.ctl[w, C_REPORT])
+        if n <= 0:
+            return {"errors": [], "warnings": []}
+        try:
+            return json.loads(bytes(self.reports[w, :n]))
+        except ValueError:
+            return {"errors": [], "warnings": []}
+
     def close(self) -> None:
-        del self.glob, self.ctl, self.ports
+        del self.glob, self.ctl, self.ports, self.reports
         self.shm.close()
         if self.owner:
             self.shm.unlink()
@@ -177,7 +203,7 @@ def _publish(sh: Shared, w: int, fw) -> None:
 def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dict) -> None:
     """One worker process: pin, open its ports, forward until told to stop, close, report."""
     from .forwarder import SLICE, Forwarder
-    from .loop import R_ALL_EOF
+    from .loop import R_ALL_EOF, R_PORT_ERROR
     sh = Shared(workers, shm_name)
     ctl = sh.ctl[w]
     ctl[C_PID] = os.getpid()
@@ -199,8 +225,13 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
         ctl[C_STATE] = S_RUNNING
         eof = False
         while sh.glob[G_STOP] == 0 and not eof and os.getppid() == parent:
-            eof = fw.run_slice(SLICE) == R_ALL_EOF
+            r = fw.run_slice(SLICE)
+            eof = r == R_ALL_EOF
             _publish(sh, w, fw)
+            if r == R_PORT_ERROR:              # the parent reports it and stops the others
+                sh.put_report(w, _tagged(fw.failures(), w), [])
+                ctl[C_ERROR] = 1
+                break
             ctl[C_HEARTBEAT] += 1
         _publish(sh, w, fw)
     except BaseException as e:                         # reported through the state word
@@ -209,12 +240,22 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
         print(f"pktbuf fwd: worker {w}: {e}", file=sys.stderr, flush=True)
     finally:
         if fw is not None:
+            errs, warns = fw.failures(), fw.warnings()
             ctl[C_POOL] = fw.pool.n
             ctl[C_IN_USE] = fw.close()
             ctl[C_AUDIT] = fw.audited
+            errs += fw.close_errors
+            if errs:
+                ctl[C_ERROR] = 1
+            sh.put_report(w, _tagged(errs, w), _tagged(warns, w))
         if ctl[C_STATE] != S_FAILED:
             ctl[C_STATE] = S_DONE
         sh.close()
+
+
+def _tagged(items: list, w: int) -> list:
+    """Errors or warnings of worker ``w``'s ports, each saying which worker."""
+    return [dict(it, worker=w, line=f"worker {w}: {it['line']}") for it in items]
 
 
 class Workers:
@@ -364,6 +405,18 @@ class Workers:
 
     def in_use(self) -> int:
         return sum(int(self.sh.ctl[w, C_IN_USE]) for w in range(self.n))
+
+    def failed_ports(self) -> bool:
+        """True once a worker found one of its ports stopped by an error."""
+        return any(int(self.sh.ctl[w, C_ERROR]) for w in range(self.n))
+
+    def failures(self) -> list[dict]:
+        """Every worker's port errors (``error`` events, ``worker`` added)."""
+        return [e for w in range(self.n) for e in self.sh.report(w)["errors"]]
+
+    def warnings(self) -> list[dict]:
+        """Every worker's warnings (reported when it closed its ports)."""
+        return [x for w in range(self.n) for x in self.sh.report(w)["warnings"]]
 
     def close_xdp(self) -> None:
         """Detach the shared XDP programs (after the workers stopped)."""

@@ -53,6 +53,8 @@ def _telemetry(a, wk: Workers):
         return None
     for d in wk.names:
         t.add_port(WorkerPort(wk, d))
+    from .forwarder import register_failures
+    register_failures(t, wk.failures, wk.warnings)
 
     def workers_cmd(params):
         rows = wk.worker_rows()
@@ -68,25 +70,31 @@ def main_workers(a, peers: dict) -> int:
     """``pktbuf fwd --workers N`` (``a``: the parsed arguments)."""
     import sys
     from ...errors import PktbufError
-    from .forwarder import build_or_report, sigterm_stops, tsc_hz
-    from .stats import emit_json, emit_text, fwd_stats_text, nic_stats_text, rates
+    from .forwarder import (EXIT_FAILURE, EXIT_OK, build_or_report, report_failures,
+                            report_warnings, sigterm_stops, tsc_hz)
+    from .stats import emit_json, emit_text, end_line, fwd_stats_text, nic_stats_text, rates
     wk = build_or_report(lambda: Workers(
         a.vdev, a.forward_mode, a.workers, burst=a.burst, txpkts=a.txpkts,
         nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
-        record_cycles=a.record_core_cycles, idle_backoff=not a.no_idle_backoff))
+        record_cycles=a.record_core_cycles, idle_backoff=not a.no_idle_backoff), a.json)
     if wk is None:
-        return 1
+        return EXIT_FAILURE
     stop, old = sigterm_stops()
     tel = None
     died = []
+    reported: set = set()
     t0 = time.monotonic()
     try:
         try:
             wk.warm()
         except (PktbufError, OSError) as e:
             print(f"pktbuf fwd: {e}", file=sys.stderr)
+            if a.json:
+                emit_json({"event": "error", "stage": "open", "reason": str(e),
+                           "exception": type(e).__name__})
             wk.close_xdp()
-            return 1
+            wk.sh.close()
+            return EXIT_FAILURE
         tel = _telemetry(a, wk)
         wk.start()
         if not wk.wait_running():
@@ -117,6 +125,10 @@ def main_workers(a, peers: dict) -> int:
                 else:
                     emit_text(f"pktbuf fwd: worker {w} died (exit code {code}); "
                               f"{wk.n - len(died)} still forwarding")
+            if wk.failed_ports():
+                stop["why"] = "port error"
+                report_failures(wk.failures(), a.json, reported)
+                break
             if wk.all_ended():
                 stop["why"] = "eof" if not died else "all workers ended"
                 break
@@ -149,8 +161,14 @@ def main_workers(a, peers: dict) -> int:
         if tel is not None:
             tel.close()
     rows, wrows, in_use = wk.rows(), wk.worker_rows(), wk.in_use()
+    errors, warnings = wk.failures(), wk.warnings()
     wk.close()
+    report_failures(errors, a.json, reported)
+    if errors and stop["why"] != "port error":
+        stop["why"] += " (after a port error)"
+    report_warnings(warnings)
     failed = [r["worker"] for r in wrows if r["state"] != "done"]
+    status = EXIT_FAILURE if in_use or failed or errors else EXIT_OK
     cycles = None
     if a.record_core_cycles:
         busy = sum(r["busy_cycles"] for r in rows)
@@ -161,7 +179,10 @@ def main_workers(a, peers: dict) -> int:
         acc = {k: sum(r[k] for r in rows) for k in ("rx", "rx_dropped", "tx", "tx_dropped")}
         emit_json({"event": "summary", "mode": a.forward_mode, "stopped_by": stop["why"],
                    "seconds": round(elapsed, 3), "ports": rows, "accumulated": acc,
-                   "workers": wrows, "core_cycles": cycles, "mbufs_in_use_at_close": in_use})
+                   "workers": wrows, "core_cycles": cycles, "mbufs_in_use_at_close": in_use,
+                   "errors": [{k: v for k, v in e.items() if k != "line"} for e in errors],
+                   "warnings": [{k: v for k, v in w.items() if k != "line"} for w in warnings],
+                   "exit_status": status})
     else:
         emit_text(f"\nStopping ({stop['why']}) after {elapsed:.1f} s...")
         for r in wrows:
@@ -175,6 +196,6 @@ def main_workers(a, peers: dict) -> int:
             emit_text(f"\n  CPU cycles/packet={cycles['cycles_per_packet']:.2f} (total cycles="
                       f"{cycles['busy_cycles']} / total {a.forward_mode} packets="
                       f"{cycles['packets']}) at {int(cycles['tsc_hz'] / 1e6)} MHz Clock")
-        emit_text("\nDone." + ("" if in_use == 0 else f"  {in_use} mbufs were not returned!")
-                  + (f"  Workers that did not finish cleanly: {failed}" if failed else ""))
-    return 0 if in_use == 0 and not failed else 1
+        emit_text(end_line(errors, warnings, in_use,
+                           f"workers that did not finish cleanly: {failed}" if failed else ""))
+    return status

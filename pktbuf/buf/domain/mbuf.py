@@ -5,8 +5,8 @@ import numpy as np
 
 from ...errors import (E_ALREADY, E_BADF, E_FAULT, E_INVAL, E_OVERFLOW, E_RANGE, ChainTooLong,
                        DoubleFree, InvalidArgument, InvalidHandle, OutOfRange, PoolExhausted,
-                       RefcntError, SanityCheckError, check_count, check_flag, check_uint,
-                       raise_for)
+                       RefcntError, SanityCheckError, UseAfterFree, check_count, check_flag,
+                       check_uint, raise_for)
 from ...lcore import check_lcore
 from ..mbuf import data as D
 from ..mbuf import indirect as I
@@ -53,8 +53,9 @@ class Mbuf(MbufData):
 
     The object is a thin view: two ``Mbuf`` with the same handle are the same mbuf, and after
     :meth:`free` the handle must not be used.  Every method first checks that the handle is
-    still an mbuf the application holds (``DoubleFree`` if it was freed -- also when only
-    clones keep its buffer alive --, ``InvalidHandle`` if it is not an mbuf) and that it is not
+    still an mbuf the application holds (``DoubleFree`` for a free of a freed mbuf,
+    ``UseAfterFree`` -- a ``DoubleFree`` -- for any other use of it, also when only clones
+    keep its buffer alive; ``InvalidHandle`` if it is not an mbuf) and that it is not
     *stale*: an Mbuf records its domain and the generation of its pool, so after the pool is
     closed -- even once a new pool reuses its id and handles -- it raises ``InvalidHandle``; an
     Mbuf given to another domain's mbuf raises ``InvalidHandle`` too.  (Raw ``int`` handles
@@ -92,24 +93,29 @@ class Mbuf(MbufData):
         return self
 
     # -- validation ------------------------------------------------------------------------
-    def _valid(self) -> None:
+    def _valid(self, freeing: bool = False) -> None:
         pid = E.fast_mbuf_status(*self.domain._args, self.handle)
         if pid != self._pid or self.domain._gens[pid] != self._gen:
-            self._raise(pid)
+            self._raise(pid, freeing)
 
     def _stale(self) -> bool:
         d = self.domain
         return self._pid >= 0 and (d._gens[self._pid] != self._gen or self._pid not in d._pools)
 
-    def _raise(self, rc) -> None:
+    def _raise(self, rc, freeing: bool = False) -> None:
+        """Raise what status ``rc`` of this mbuf means; ``freeing``: the caller was freeing it
+        (a freed mbuf is then a double free; for any other use, a use after free)."""
         h = self.handle
         if self._stale():
             raise InvalidHandle(f"mbuf {h} is stale: its pool was closed")
         if rc == E_BADF:
             raise InvalidHandle(f"{h} is not an mbuf of a live pool of this domain")
         if rc == E_ALREADY:
-            raise DoubleFree(f"mbuf {h} was freed (it is in its pool, or only clones still use "
-                             f"its buffer)")
+            where = "it is in its pool, or only clones still use its buffer"
+            if freeing:
+                raise DoubleFree(f"mbuf {h} was freed already ({where}): a double free")
+            raise UseAfterFree(f"mbuf {h} is used after it was freed ({where}); a freed "
+                               f"handle must not be read, written or wrapped again")
         # allocated, but from another pool than when this Mbuf was made: its pool was closed
         raise InvalidHandle(f"mbuf {h} is stale: its pool was closed")
 
@@ -389,7 +395,7 @@ class Mbuf(MbufData):
 
     def free(self, *, lcore: int | None = None) -> None:
         """Free the whole packet (every segment)."""
-        self._valid()
+        self._valid(freeing=True)
         self.domain.free_bulk(np.array([self.handle], np.int32), lcore=lcore)
 
     def free_seg(self, *, lcore: int | None = None) -> None:
@@ -397,11 +403,11 @@ class Mbuf(MbufData):
         so the rest of a chain is yours to free (e.g. ``for s in m.segments(): s.free_seg()``).
         Checked as every call is: a segment the application no longer holds a reference to --
         freed, or kept only by clones -- raises ``DoubleFree``."""
-        self._valid()
+        self._valid(freeing=True)
         lc = check_lcore(lcore)
         rc = int(E.py_free_seg(*self.domain._args, lc, self.handle))
         if rc < 0:
-            self._raise(rc)
+            self._raise(rc, freeing=True)
 
     def dump(self, dump_len: int = 64) -> str:
         """``rte_pktmbuf_dump``: header fields of every segment and a hex dump of its data

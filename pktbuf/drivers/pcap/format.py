@@ -25,7 +25,9 @@ VERSION_MINOR = 4
 
 LINKTYPE_ETHERNET = 1          # DLT_EN10MB
 MAX_SNAPLEN = 262144           # libpcap's MAXIMUM_SNAPLEN: no record may be longer
-DEFAULT_SNAPLEN = 65535        # what DPDK's net_pcap writes (pcap_open_dead(..., 65535))
+DEFAULT_SNAPLEN = MAX_SNAPLEN  # what pktbuf writes: every frame libpcap reads, whole (DPDK's
+                               # net_pcap writes 65535 and cuts longer frames)
+DPDK_SNAPLEN = 65535           # pcap_open_dead(DLT_EN10MB, 65535) in DPDK's net_pcap
 
 # pcapng
 BT_SHB = 0x0A0D0D0A

@@ -8,13 +8,16 @@ import struct
 
 from ...errors import PcapFormatError
 from . import format as F
+from .linktype import LT_CONVERTIBLE, accepts, refusal
 
 __all__ = ["probe_header", "pcap_file_header", "pcapng_file_header"]
 
 
-def probe_header(path: str, head: bytes):
-    """What the first bytes of a capture file say: ``("pcap", swap, nano, snaplen)`` or
-    ``("pcapng", swap, True, 0)``; PcapFormatError if they are not a capture we read."""
+def probe_header(path: str, head: bytes, linkmode: int = LT_CONVERTIBLE):
+    """What the first bytes of a capture file say: ``("pcap", swap, nano, snaplen, linktype)``
+    or ``("pcapng", swap, True, 0, 1)`` (pcapng: per interface, later); PcapFormatError if
+    they are not a capture we read -- a classic pcap file of a link type ``linkmode``
+    (``LT_*`` of :mod:`.linktype`) refuses included."""
     if len(head) < 4:
         raise PcapFormatError("not a capture file (shorter than a file header)", path, 0)
     le = int.from_bytes(head[:4], "little")
@@ -28,17 +31,17 @@ def probe_header(path: str, head: bytes):
         _, major, minor, _, _, snaplen, lt = struct.unpack(order + "IHHiiII", head[:24])
         if major != F.VERSION_MAJOR:
             raise PcapFormatError(f"unsupported pcap version {major}.{minor}", path, 4)
-        if lt & 0xFFFF != F.LINKTYPE_ETHERNET:
-            raise PcapFormatError(f"link type {lt & 0xFFFF} is not Ethernet (1)", path, 20)
-        return "pcap", swap, magic == F.MAGIC_NS, snaplen
+        if not accepts(lt & 0xFFFF, linkmode):
+            raise PcapFormatError(refusal(lt & 0xFFFF, linkmode), path, 20)
+        return "pcap", swap, magic == F.MAGIC_NS, snaplen, lt & 0xFFFF
     if le == F.BT_SHB:
         if len(head) < 12:
             raise PcapFormatError("truncated pcapng Section Header Block", path, 0)
         bom = int.from_bytes(head[8:12], "little")
         if bom == F.BYTE_ORDER_MAGIC:
-            return "pcapng", False, True, 0
+            return "pcapng", False, True, 0, F.LINKTYPE_ETHERNET
         if bom == 0x4D3C2B1A:
-            return "pcapng", True, True, 0
+            return "pcapng", True, True, 0, F.LINKTYPE_ETHERNET
         raise PcapFormatError(f"bad pcapng byte-order magic {head[8:12].hex()}", path, 8)
     raise PcapFormatError(f"not a pcap or pcapng file (magic {head[:4].hex()})", path, 0)
 

@@ -39,6 +39,8 @@ C_PORT = 10          # stored in mbuf.port
 C_TS_WORD = 11       # dynfield1 word of the Rx timestamp field (-1: none)
 C_TS_FLAG = 12       # ol_flags bit (value) that says the timestamp is valid (0: none)
 C_STRICT = 13        # pcapng: caplen must not exceed the interface's snaplen
+C_LINKTYPE = 14      # classic pcap: the file's link type (pcapng: per interface, IF_LINKTYPE)
+C_LINKMODE = 15      # which link types are read (LT_* of .linktype: any, convertible, ethernet)
 C_WORDS = 16
 
 # st words (Rx)
@@ -63,6 +65,9 @@ S_IBYTES = 17
 S_IMISSED = 18       # always 0 for a file (DPDK counts libpcap's ps_drop: 0 offline)
 S_IERRORS = 19       # format errors (the first one stops the queue)
 S_RX_NOMBUF = 20     # bursts that found the pool short (the records stay unread)
+S_SKIPPED_FRAMES = 21  # packet records not delivered: a link type that is not converted, or a
+                       # frame its link type's rule cannot turn into Ethernet (.linktype)
+S_CONVERTED = 22     # frames of another link type delivered as Ethernet (.linktype)
 S_WORDS = 24
 
 # interface table columns (pcapng)
@@ -82,7 +87,7 @@ V_BLOCK_LEN = 3      # pcapng block length < minimum, not a multiple of 4, > MAX
 V_NO_SHB = 4         # pcapng: the file does not start with a Section Header Block
 V_SHB = 5            # pcapng: bad byte-order magic or version
 V_IFACE = 6          # pcapng: a packet refers to an interface not described (yet)
-V_LINKTYPE = 7       # pcapng: an interface whose link type is not Ethernet
+V_LINKTYPE = 7       # pcapng: an interface of a link type the queue refuses (C_LINKMODE)
 V_TOO_MANY_IFACES = 8
 V_OPTION = 9         # pcapng: an option runs past its block, or a bad if_tsresol
 V_MMAP = 10          # mapping the file failed (errno in S_ERRNO)
@@ -97,6 +102,10 @@ PCAP_RXQ = Layout("pcap_rxq", [
     ("scr_ts", np.int64, BURST_MAX),        # its timestamp, ns since the epoch
     ("scr_end", np.int64, BURST_MAX),       # mbufs needed by packets 0..i (a running sum)
     ("scr_next", np.int64, BURST_MAX),      # file offset after it
+    ("scr_conv", np.int64, BURST_MAX),      # 1: put the Ethernet header scr_eh0/1 in front
+    ("scr_eh0", np.int64, BURST_MAX),       # its bytes 0..7 (first byte lowest)
+    ("scr_eh1", np.int64, BURST_MAX),       # its bytes 8..13
+    ("scr_skip", np.int64, BURST_MAX),      # blocks | frames << 32 skipped before it (this burst)
     ("scr_mb", np.int32, SCRATCH_SEGS),     # the mbufs of one burst
 ])
 """State of one Rx queue (a block), passed to :func:`~pktbuf.drivers.pcap.rx.pcap_rx_burst`."""
@@ -123,7 +132,8 @@ TS_FILL = 0          # bytes formatted in buf
 TS_RECS = 1          # records in buf
 TS_ERRNO = 2         # errno of the write that failed; the queue then takes nothing
 TS_WRITES = 3        # write() calls
-TS_TRUNCATED = 4     # packets longer than the snaplen, written cut (orig_len kept)
+TS_TRUNCATED = 4     # packets longer than the snaplen, written cut (orig_len kept): a loss
+                     # the facade reports (PcapPort.warnings)
 TS_OPACKETS = 8
 TS_OBYTES = 9
 TS_OERRORS = 10      # records lost to a failed write

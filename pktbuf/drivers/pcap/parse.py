@@ -19,15 +19,18 @@ import numpy as np
 
 from ..._jit import kernel
 from .format import (BT_EPB, BT_IDB, BT_PB, BT_SHB, BT_SPB, BYTE_ORDER_MAGIC, EPB_LEN, IDB_LEN,
-                     LINKTYPE_ETHERNET, MAX_BLOCK, MAX_SNAPLEN, MAX_TSOFFSET, MAX_TSRESOL_BIN,
+                     MAX_BLOCK, MAX_SNAPLEN, MAX_TSOFFSET, MAX_TSRESOL_BIN,
                      MAX_TSRESOL_DEC, NS, OPT_ENDOFOPT, OPT_IF_TSOFFSET, OPT_IF_TSRESOL, PCAP_REC_LEN, SHB_LEN,
                      SPB_LEN, pad4, rd16, rd32)
-from .layout import (C_LOOP, C_NANO, C_SIZE, C_SNAPLIMIT, C_START, C_STRICT, C_SWAP, IF_DIV,
-                     IF_LINKTYPE, IF_MUL, IF_OFFSET, IF_SHIFT, IF_SNAPLEN, MAX_IFACES,
-                     S_CUR, S_NIF, S_NSWAP, S_SECTION, S_SEEN_PKT, S_SKIPPED, S_WIN_ADDR,
-                     S_WIN_OFF, S_WRAPS, SCRATCH_SEGS, V_BLOCK_LEN, V_CAPLEN, V_EMPTY_LOOP,
-                     V_IFACE, V_LINKTYPE, V_NO_SHB, V_OPTION, V_SHB, V_TOO_MANY_IFACES,
-                     V_TRUNCATED)
+from .layout import (C_LINKMODE, C_LINKTYPE, C_LOOP, C_NANO, C_SIZE, C_SNAPLIMIT, C_START,
+                     C_STRICT, C_SWAP, IF_DIV, IF_LINKTYPE, IF_MUL, IF_OFFSET, IF_SHIFT,
+                     IF_SNAPLEN, MAX_IFACES, S_CUR, S_NIF, S_NSWAP, S_SECTION, S_SEEN_PKT,
+                     S_SKIPPED, S_SKIPPED_FRAMES, S_WIN_ADDR, S_WIN_OFF, S_WRAPS, SCRATCH_SEGS,
+                     V_BLOCK_LEN, V_CAPLEN, V_EMPTY_LOOP, V_IFACE, V_LINKTYPE, V_NO_SHB, V_OPTION,
+                     V_SHB, V_TOO_MANY_IFACES, V_TRUNCATED)
+from .linktype import (CV_CONVERT, CV_SKIP, ETHER_LEN, LINKTYPE_IPV4, LINKTYPE_IPV6,
+                       LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_RAW, LT_ANY,
+                       LT_ETHERNET, link_convert)
 from .window import R_FAIL, R_OK, R_SHORT, R_STOP, queue_fail, reach, window
 
 __all__ = ["parse_pcap", "parse_pcapng"]
@@ -36,10 +39,16 @@ BAD_BYTE_ORDER_MAGIC = 0x4D3C2B1A      # BYTE_ORDER_MAGIC read in the other orde
 TS_MAX = (1 << 63) - 1
 
 
+SKIP_FRAME = np.int64(1) << 32     # a skipped frame in the `skips` word (blocks: 1)
+
+
 @kernel(inline="always")
-def _note(q, npk, nseg, addr, caplen, ts, nxt, cap):
-    """Note packet ``npk``; returns the mbufs needed so far, or -1 when the burst's scratch
-    has no room for its mbufs (the packet is then left for the next burst)."""
+def _note(q, npk, nseg, addr, caplen, ts, nxt, cap, kind, eh0, eh1, skips):
+    """Note packet ``npk`` -- ``caplen`` bytes for its mbufs, from ``addr`` (after the
+    14-byte header ``eh0``/``eh1`` when ``kind`` is CV_CONVERT); ``skips``: blocks and frames
+    skipped in this burst since its first packet.  Returns the mbufs needed so far, or -1
+    when the burst's scratch has no room for its mbufs (the packet is then left for the next
+    burst)."""
     segs = 1 if caplen <= cap else (caplen + cap - 1) // cap
     if nseg + segs > SCRATCH_SEGS:
         return -1
@@ -49,7 +58,49 @@ def _note(q, npk, nseg, addr, caplen, ts, nxt, cap):
     q.scr_ts[npk] = ts
     q.scr_end[npk] = nseg
     q.scr_next[npk] = nxt
+    q.scr_conv[npk] = 1 if kind == CV_CONVERT else 0
+    q.scr_eh0[npk] = eh0
+    q.scr_eh1[npk] = eh1
+    q.scr_skip[npk] = skips
     return nseg
+
+
+@kernel(inline="always")
+def _skip(q, npk, skips, nxt, what):
+    """A block or frame (``what``: 1 or SKIP_FRAME) not delivered, ending at ``nxt``.  With
+    no packet in hand it is counted and passed at once; otherwise it is counted with the next
+    packet noted (pass 2 commits the count of the packets it takes: a skip after the last of
+    them lies beyond the committed cursor, is parsed again by the next burst and counted
+    then -- never twice).  Returns the new ``skips``."""
+    if npk > 0:
+        return skips + what
+    st = q.st
+    if what == SKIP_FRAME:
+        st[S_SKIPPED_FRAMES] += 1
+    else:
+        st[S_SKIPPED] += 1
+    st[S_CUR] = nxt
+    return skips
+
+
+@kernel(inline="always")
+def _deliver(w, o, caplen, lt):
+    """The record of link type ``lt`` at window offset ``o``: ``(kind, offset of the bytes
+    to copy, mbuf length, eh0, eh1)`` (:func:`~.linktype.link_convert`)."""
+    kind, drop, eh0, eh1 = link_convert(w, o, caplen, lt)
+    plen = caplen - drop + (ETHER_LEN if kind == CV_CONVERT else 0)
+    return kind, o + drop, plen, eh0, eh1
+
+
+@kernel(inline="always")
+def _refused(lt, mode):
+    """True when an interface of link type ``lt`` is a format error under ``mode``."""
+    if lt == 1 or mode == LT_ANY:
+        return False
+    if mode == LT_ETHERNET:
+        return True
+    return not (lt == LINKTYPE_RAW or lt == LINKTYPE_LINUX_SLL or lt == LINKTYPE_IPV4
+                or lt == LINKTYPE_IPV6 or lt == LINKTYPE_LINUX_SLL2)
 
 
 @kernel(inline="always")
@@ -89,9 +140,11 @@ def parse_pcap(q, n, cap):
     swap = cfg[C_SWAP] != 0
     fmul = 1 if cfg[C_NANO] != 0 else 1000
     limit = cfg[C_SNAPLIMIT]
+    lt = cfg[C_LINKTYPE]
     cur = st[S_CUR]
     npk = 0
     nseg = 0
+    skips = np.int64(0)
     while npk < n:
         if cur >= size:
             if not _at_end(q, npk):
@@ -113,7 +166,13 @@ def parse_pcap(q, n, cap):
         o = cur - st[S_WIN_OFF]
         ts = rd32(w, o, swap) * NS + rd32(w, o + 4, swap) * fmul
         nxt = cur + PCAP_REC_LEN + caplen
-        nseg = _note(q, npk, nseg, st[S_WIN_ADDR] + o + PCAP_REC_LEN, caplen, ts, nxt, cap)
+        kind, d, plen, eh0, eh1 = _deliver(w, o + PCAP_REC_LEN, caplen, lt)
+        if kind == CV_SKIP:
+            skips = _skip(q, npk, skips, nxt, SKIP_FRAME)
+            cur = nxt
+            continue
+        nseg = _note(q, npk, nseg, st[S_WIN_ADDR] + d, plen, ts, nxt, cap, kind, eh0, eh1,
+                     skips)
         if nseg < 0:
             break
         st[S_SEEN_PKT] = 1
@@ -137,7 +196,7 @@ def parse_idb(q, w, o, blen, swap):
     ``(0, 0)``, or ``(V_* code, offending value)``."""
     st = q.st
     linktype = rd16(w, o + 8, swap)
-    if linktype != LINKTYPE_ETHERNET:
+    if _refused(linktype, q.cfg[C_LINKMODE]):
         return V_LINKTYPE, linktype
     if blen < IDB_LEN:
         return V_BLOCK_LEN, blen
@@ -238,7 +297,8 @@ def ticks_to_ns(row, t):
 @kernel
 def parse_pcapng(q, n, cap):
     """Pass 1 over a pcapng file; returns how many packets were noted.  Reads Section Header,
-    Interface Description, Enhanced, Simple and (obsolete) Packet Blocks; skips the others."""
+    Interface Description, Enhanced, Simple and (obsolete) Packet Blocks; skips the others.
+    Each packet is delivered by its interface's link type (:mod:`.linktype`)."""
     cfg = q.cfg
     st = q.st
     size = cfg[C_SIZE]
@@ -246,6 +306,7 @@ def parse_pcapng(q, n, cap):
     cur = st[S_CUR]
     npk = 0
     nseg = 0
+    skips = np.int64(0)
     while npk < n:
         first = npk == 0
         if cur >= size:
@@ -309,10 +370,8 @@ def parse_pcapng(q, n, cap):
             cur = st[S_CUR] = nxt
             continue
         if btype != BT_EPB and btype != BT_SPB and btype != BT_PB:
-            st[S_SKIPPED] += 1
+            skips = _skip(q, npk, skips, nxt, 1)
             cur = nxt
-            if first:
-                st[S_CUR] = cur
             continue
         # a packet
         if btype == BT_SPB:
@@ -330,6 +389,7 @@ def parse_pcapng(q, n, cap):
                 break
             data = o + 12
             ts = np.int64(-1)                   # an SPB has no timestamp
+            lt = q.ifs[0, IF_LINKTYPE]
         else:
             if blen < EPB_LEN:
                 if first:
@@ -350,7 +410,14 @@ def parse_pcapng(q, n, cap):
             t = (rd32(w, o + 12, swap) << 32) | rd32(w, o + 16, swap)
             ts = ticks_to_ns(q.ifs[ifid], t)
             data = o + 28
-        nseg = _note(q, npk, nseg, st[S_WIN_ADDR] + data, caplen, ts, nxt, cap)
+            lt = q.ifs[ifid, IF_LINKTYPE]
+        kind, d, plen, eh0, eh1 = _deliver(w, data, caplen, lt)
+        if kind == CV_SKIP:
+            skips = _skip(q, npk, skips, nxt, SKIP_FRAME)
+            cur = nxt
+            continue
+        nseg = _note(q, npk, nseg, st[S_WIN_ADDR] + d, plen, ts, nxt, cap, kind, eh0, eh1,
+                     skips)
         if nseg < 0:
             break
         st[S_SEEN_PKT] = 1

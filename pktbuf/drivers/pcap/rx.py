@@ -10,7 +10,8 @@ validates up to ``n`` records and notes where their data is; pass 2 (:func:`rx_f
 all the mbufs they need with one ``pktmbuf_alloc_bulk`` from the queue's pool, copies each
 record into its mbuf (a chain when it is longer than one data room), sets ``pkt_len``,
 ``data_len``, ``nb_segs``, ``port`` and the Rx timestamp (dynamic field and flag, when the facade
-registered them), and only then moves the cursor.  When the pool cannot give them all, fewer
+registered them), and only then moves the cursor.  A frame of another link type that is
+converted (:mod:`.linktype`) gets its Ethernet header written in front of the record's bytes.  When the pool cannot give them all, fewer
 packets are taken (halving) and ``rx_nombuf`` counts the burst; the records not taken stay
 unread.  No per-packet work outside compiled code, no exception: a format error stops the queue
 (``st[S_ERR]``) after every valid packet before it was delivered.
@@ -23,12 +24,25 @@ from ..._jit import kernel
 from ...buf.mbuf.raw import pktmbuf_alloc_bulk
 from .copy import copy_seg
 from .layout import (BURST_MAX, C_FORMAT, C_LOOP, C_POOL, C_PORT, C_SIZE, C_TS_FLAG, C_TS_WORD,
-                     FMT_NONE, FMT_PCAP, S_CUR, S_ERR, S_IBYTES, S_IPACKETS, S_RX_NOMBUF,
-                     S_WIN_ADDR, S_WIN_LEN)
+                     FMT_NONE, FMT_PCAP, S_CONVERTED, S_CUR, S_ERR, S_IBYTES, S_IPACKETS,
+                     S_RX_NOMBUF, S_SKIPPED, S_SKIPPED_FRAMES, S_WIN_ADDR, S_WIN_LEN)
+from .linktype import ETHER_LEN
+from ...rawmem import addr_u8
 from .parse import parse_pcap, parse_pcapng
 from .window import win_unmap
 
 __all__ = ["pcap_rx_burst", "pcap_rx_eof", "pcap_rx_error", "pcap_rx_close"]
+
+
+@kernel(inline="always")
+def _put_ether(dst, eh0, eh1):
+    """The 14-byte Ethernet header packed in ``eh0`` (bytes 0..7) and ``eh1`` (8..13) at
+    ``dst`` (the first segment's data: at least 64 bytes of room)."""
+    p = addr_u8(dst, ETHER_LEN)
+    for i in range(8):
+        p[i] = (eh0 >> (8 * i)) & 0xFF
+    for i in range(6):
+        p[8 + i] = (eh1 >> (8 * i)) & 0xFF
 
 
 @kernel
@@ -55,10 +69,13 @@ def rx_fill(dom, q, lcore, out, npk, cap):
     mbs = q.scr_mb
     s = 0
     nbytes = 0
+    nconv = 0
     for i in range(k):
         caplen = q.scr_cap[i]
         src = q.scr_addr[i]
         end = q.scr_end[i]
+        conv = q.scr_conv[i] != 0
+        nconv += 1 if conv else 0
         head = mbs[s]
         prev = -1
         left = caplen
@@ -69,9 +86,16 @@ def rx_fill(dom, q, lcore, out, npk, cap):
             m = mb[h]
             take = min(left, cap)
             ba = np.int64(m.buf_addr)
-            copy_seg(ba + m.data_off, ba, np.int64(m.buf_len), src, wa, wl, take)
+            dst = ba + m.data_off
+            if conv and nb == 0:            # a converted frame: its header, then the record
+                _put_ether(dst, q.scr_eh0[i], q.scr_eh1[i])
+                copy_seg(dst + ETHER_LEN, ba, np.int64(m.buf_len), src, wa, wl,
+                         take - ETHER_LEN)
+                src += take - ETHER_LEN
+            else:
+                copy_seg(dst, ba, np.int64(m.buf_len), src, wa, wl, take)
+                src += take
             m.data_len = take
-            src += take
             left -= take
             nb += 1
             if prev >= 0:
@@ -89,6 +113,10 @@ def rx_fill(dom, q, lcore, out, npk, cap):
         out[i] = head
         nbytes += caplen
     st[S_CUR] = q.scr_next[k - 1]
+    sk = q.scr_skip[k - 1]
+    st[S_SKIPPED] += sk & 0xFFFFFFFF
+    st[S_SKIPPED_FRAMES] += sk >> 32
+    st[S_CONVERTED] += nconv
     st[S_IPACKETS] += k
     st[S_IBYTES] += nbytes
     return k

@@ -34,10 +34,16 @@ from .layout import (T_FD, T_FLUSH_BURST, T_FORMAT, T_NANO, T_SNAPLEN, T_TS_FLAG
                      TFMT_DROP, TFMT_PCAP, TS_ERRNO, TS_FILL, TS_OBYTES, TS_OERRORS,
                      TS_OPACKETS, TS_RECS, TS_TRUNCATED, TS_WRITES)
 
-__all__ = ["pcap_tx_burst", "pcap_tx_flush"]
+__all__ = ["pcap_tx_burst", "pcap_tx_flush", "pcap_tx_error"]
 
 EINTR = 4
 EIO = 5
+
+
+@kernel
+def pcap_tx_error(q):
+    """The errno of the write that stopped the queue (it takes nothing since), 0 if none."""
+    return q.st[TS_ERRNO]
 
 
 @kernel

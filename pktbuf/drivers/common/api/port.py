@@ -6,6 +6,13 @@ the members of :class:`Port`: ``driver``, ``name``, ``port_id``, queue counts an
 ``mac_addr``, ``mtu``, ``stats()`` / ``xstats()`` with DPDK's names, ``link()``, ``info()``,
 ``close()``.  :class:`Port` supplies what can be derived: the xstats from the basic counters,
 ``info()``, the Python bursts, the context manager.  Helpers here check device arguments.
+
+**Failures.**  Every port says what went wrong in two members an application asks after a
+run (or whenever its loop sees a burst return 0): ``error()`` -- the error that stopped a
+queue for good, as an exception (``direction`` "rx"/"tx", ``queue``; None while every queue
+is sound) -- and ``warnings()`` -- what was lost without stopping (frames skipped, cut,
+dropped in error), one dict per non-zero counter (``xstat``, ``count``, ``what``).
+:func:`port_error` and :func:`port_warnings` ask any port object, one that lacks them too.
 """
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ from ....buf.mbuf.check import (CHECK_REASONS, CHK_BAD_HANDLE, CHK_NULL, CHK_POO
                                 mbuf_check, pktmbuf_free_check)
 
 __all__ = ["Port", "BASIC_STATS", "check_devargs", "arg_int", "arg_bool", "mac_str",
-           "stats_from_queues"]
+           "stats_from_queues", "port_error", "port_warnings", "counter_warnings"]
 
 # rte_eth_stats, in its field order
 BASIC_STATS = ("ipackets", "opackets", "ibytes", "obytes", "imissed", "ierrors", "oerrors",
@@ -143,6 +150,33 @@ def stats_from_queues(rx: list[dict], tx: list[dict]) -> dict:
     return s
 
 
+def counter_warnings(s: dict) -> list[dict]:
+    """The generic warnings of a port's ``stats()``: frames received or sent in error."""
+    out = []
+    if s.get("ierrors", 0):
+        out.append({"xstat": "rx_errors", "count": int(s["ierrors"]),
+                    "what": "frames the port received in error and dropped"})
+    if s.get("oerrors", 0):
+        out.append({"xstat": "tx_errors", "count": int(s["oerrors"]),
+                    "what": "frames the port could not send (dropped)"})
+    return out
+
+
+def port_error(port):
+    """``port.error()`` (None for a port object without it)."""
+    f = getattr(port, "error", None)
+    return f() if callable(f) else None
+
+
+def port_warnings(port) -> list[dict]:
+    """``port.warnings()``, or for a port object without it the generic ones of its
+    ``stats()``."""
+    f = getattr(port, "warnings", None)
+    if callable(f):
+        return list(f())
+    return counter_warnings(port.stats())
+
+
 class Port:
     """Base of the port classes.  A subclass sets ``driver``, ``name``, ``port_id``,
     ``pool``, and implements ``rx_queue(i)``, ``tx_queue(i)``, ``nb_rx_queues``,
@@ -197,6 +231,17 @@ class Port:
             x[f"tx_q{i}_packets"] = p
             x[f"tx_q{i}_bytes"] = b
         return x
+
+    def error(self):
+        """The error that stopped one of the port's queues for good, as an exception with
+        ``direction`` and ``queue`` (None: every queue is sound).  A driver whose queues can
+        fail for good overrides it; live interfaces report trouble in their counters."""
+        return None
+
+    def warnings(self) -> list[dict]:
+        """What was lost without stopping the port: ``[{"xstat", "count", "what"}]`` for each
+        non-zero loss counter (here: ``rx_errors``, ``tx_errors``)."""
+        return counter_warnings(self.stats())
 
     def link(self) -> dict:
         """``/ethdev/link_status``: ``status`` UP/DOWN, ``speed`` (Mb/s), ``duplex``."""

@@ -21,6 +21,7 @@ import time
 from ....errors import InvalidArgument, PcapFormatError, check_count, check_flag
 from .. import format as F
 from ..header import pcap_file_header, pcapng_file_header, probe_header
+from ..linktype import ETHER_LEN, MODES as LINK_MODES, accepts, convert_frame, refusal
 
 __all__ = ["PcapReader", "PcapWriter", "pcap_reader"]
 
@@ -33,19 +34,29 @@ class PcapReader:
     (``ts_ns`` None for a pcapng Simple Packet Block).
 
     ``f``: a path or a binary file object; ``strict``: refuse records longer than the
-    (interface's) snaplen (False: accept up to 262144 bytes).  Attributes: ``format`` ("pcap" or
+    (interface's) snaplen (False: accept up to 262144 bytes); ``linktypes``: as
+    :class:`~pktbuf.PcapPort`'s (``"convertible"``: LINUX_SLL, LINUX_SLL2 and raw-IP frames
+    are converted to Ethernet, other link types refused; ``"any"``: their frames skipped,
+    counted in ``skipped``; ``"ethernet"``).  ``converted`` counts the frames converted.  Attributes: ``format`` ("pcap" or
     "pcapng"), ``nano`` (classic pcap: ns timestamps), ``snaplen`` (classic pcap: the header's;
     pcapng: the first interface's once read), ``datalink()`` (1, Ethernet).
     """
 
-    def __init__(self, f, *, strict: bool = True):
+    def __init__(self, f, *, strict: bool = True, linktypes: str = "convertible"):
+        if linktypes not in LINK_MODES:
+            raise InvalidArgument(f"linktypes must be one of {', '.join(LINK_MODES)}, got "
+                                  f"{linktypes!r}")
+        self._linkmode = LINK_MODES[linktypes]
+        self.skipped = 0
+        self.converted = 0
         self._own = isinstance(f, (str, os.PathLike))
         self._f = open(f, "rb") if self._own else f
         self.name = os.fspath(f) if self._own else getattr(f, "name", None)
         self.strict = check_flag(strict, "strict")
         try:
             head = self._f.read(F.PCAP_HDR_LEN)
-            self.format, self._swap, self.nano, self.snaplen = probe_header(self.name, head)
+            self.format, self._swap, self.nano, self.snaplen, self._lt = probe_header(
+                self.name, head, self._linkmode)
         except BaseException:
             self.close()
             raise
@@ -74,9 +85,20 @@ class PcapReader:
 
     def records(self):
         if self.format == "pcap":
-            yield from self._pcap()
+            recs = self._pcap()
         else:
-            yield from self._pcapng()
+            recs = self._pcapng()
+        for ts, data, orig, lt in recs:
+            if lt == F.LINKTYPE_ETHERNET:
+                yield ts, data, orig
+                continue
+            got = convert_frame(lt, data)
+            if got is None:
+                self.skipped += 1
+                continue
+            frame, drop = got
+            self.converted += 1
+            yield ts, frame, max(orig - drop, 0) + ETHER_LEN
 
     def _pcap(self):
         o = self._o
@@ -96,7 +118,7 @@ class PcapReader:
                 raise PcapFormatError(f"caplen {caplen} exceeds the snaplen {limit}",
                                       self.name, off)
             data = self._read(caplen, off, "record")
-            yield sec * F.NS + frac * fmul, data, orig
+            yield sec * F.NS + frac * fmul, data, orig, self._lt
             off += F.PCAP_REC_LEN + caplen
 
     def _pcapng(self):
@@ -161,7 +183,8 @@ class PcapReader:
                 if caplen > limit or caplen > blen - F.EPB_LEN:
                     raise PcapFormatError(f"caplen {caplen} exceeds the snaplen or its block",
                                           self.name, off)
-                yield self._ns(ifs[ifid], (hi << 32) | lo), blk[28:28 + caplen], orig
+                yield (self._ns(ifs[ifid], (hi << 32) | lo), blk[28:28 + caplen], orig,
+                       ifs[ifid][3])
             elif btype == F.BT_SPB:
                 if blen < F.SPB_LEN:
                     raise PcapFormatError(f"bad pcapng block length {blen}", self.name, off)
@@ -173,13 +196,14 @@ class PcapReader:
                     caplen = min(caplen, ifs[0][1])
                 if caplen > F.MAX_SNAPLEN:
                     raise PcapFormatError(f"caplen {caplen} exceeds 262144", self.name, off)
-                yield None, blk[12:12 + caplen], orig
+                yield None, blk[12:12 + caplen], orig, ifs[0][3]
             off += blen
 
     def _idb(self, blk, o, off, nif):
         linktype, _, snaplen = struct.unpack(o + "HHI", blk[8:16])
-        if linktype != F.LINKTYPE_ETHERNET:
-            raise PcapFormatError(f"link type {linktype} is not Ethernet (1)", self.name, off)
+        if not accepts(linktype, self._linkmode):
+            raise PcapFormatError("a pcapng interface of " + refusal(linktype, self._linkmode),
+                                  self.name, off)
         if len(blk) < F.IDB_LEN:
             raise PcapFormatError("bad pcapng block length", self.name, off)
         res = ("dec", 6)
@@ -212,11 +236,11 @@ class PcapReader:
                 if abs(tsoff) > F.MAX_TSOFFSET:
                     raise PcapFormatError("bad if_tsoffset", self.name, off)
             p += 4 + ln + (-ln % 4)
-        return res, snaplen, tsoff
+        return res, snaplen, tsoff, linktype
 
     @staticmethod
     def _ns(iface, t):
-        (kind, e), _, tsoff = iface
+        (kind, e), _, tsoff, _ = iface
         if kind == "dec":
             ns = t * 10 ** (9 - e) if e <= 9 else t // 10 ** (e - 9)
         else:
@@ -244,8 +268,9 @@ class PcapWriter:
     """Write a capture file record by record (dpkt's ``Writer`` shape).
 
     ``f``: a path (created or truncated) or a binary file object; ``nano``: ns timestamps
-    (classic pcap; pcapng is always written in ns); ``snaplen``: 1..262144, longer frames are
-    written cut to it with their original length (``truncated`` counts them); ``pcapng``: write
+    (classic pcap; pcapng is always written in ns); ``snaplen``: 1..262144 (default 262144:
+    every frame whole), longer frames are written cut to it with their original length
+    (``truncated`` counts them); ``pcapng``: write
     SHB + IDB + Enhanced Packet Blocks instead of classic pcap.
     """
 

@@ -36,6 +36,7 @@ from ....buf.mbuf.dynfield import DYN_START
 from .. import format as F
 from .. import layout as L
 from ..header import pcap_file_header, pcapng_file_header, probe_header
+from ..linktype import MODES as LINK_MODES, refusal
 from ..rx import pcap_rx_burst, pcap_rx_close, pcap_rx_eof
 from ..tx import pcap_tx_burst, pcap_tx_flush
 from ....buf.domain.pools import PktmbufPool
@@ -44,7 +45,7 @@ from ...common.api.port import raise_tx_check, tx_check
 __all__ = ["PcapPort", "DEVARGS", "UNSUPPORTED_DEVARGS"]
 
 DRIVER = "net_pcap"
-DEVARGS = ("rx_pcap", "tx_pcap", "infinite_rx")
+DEVARGS = ("rx_pcap", "tx_pcap", "infinite_rx", "snaplen", "linktypes")
 UNSUPPORTED_DEVARGS = ("rx_iface", "rx_iface_in", "tx_iface", "iface", "phy_mac")
 MAX_QUEUES = 16                   # RTE_PMD_PCAP_MAX_QUEUES
 MAX_BURST = L.BURST_MAX
@@ -68,7 +69,7 @@ FORMAT_ERRORS = {
     L.V_SHB: "a pcapng Section Header Block with a bad byte-order magic or version",
     L.V_IFACE: "a pcapng packet refers to an interface that no Interface Description Block "
                "described",
-    L.V_LINKTYPE: "a pcapng interface whose link type is not Ethernet (1)",
+    L.V_LINKTYPE: "a pcapng interface of a link type this port refuses",
     L.V_TOO_MANY_IFACES: f"more than {L.MAX_IFACES} pcapng interfaces in one section",
     L.V_OPTION: "a pcapng option runs past its block, or a bad if_tsresol or if_tsoffset",
     L.V_MMAP: "the file could not be mapped",
@@ -143,13 +144,19 @@ class PcapPort:
     whatever the file size); ``timestamps``: register DPDK's Rx timestamp dynamic field and flag
     in the pool's domain and use them; ``flush_every_burst``: write the Tx buffer at the end of
     every burst (DPDK flushes every burst; default: when 1 MiB is full, on flush and close);
-    ``port_id``: stored in received mbufs; ``name``: the device name.
+    ``port_id``: stored in received mbufs; ``name``: the device name; ``linktypes``: which
+    link types Rx reads (docs/pcap.md, "Link types"): ``"convertible"`` (the default here:
+    Ethernet, and LINUX_SLL, LINUX_SLL2 and raw IP converted to Ethernet; any other link type
+    is a format error), ``"any"`` (the same, but frames of other link types are skipped and
+    counted in ``rx_qN_skipped_frames``: the device argument's default) or ``"ethernet"``
+    (only Ethernet).
     """
 
     def __init__(self, pool, rx_pcap=None, tx_pcap=None, *, infinite_rx: bool = False,
                  nano: bool = True, snaplen: int = F.DEFAULT_SNAPLEN, tx_format: str | None = None,
                  strict: bool = True, window: int = DEFAULT_WINDOW, timestamps: bool = True,
-                 flush_every_burst: bool = False, port_id: int = 0, name: str = "net_pcap0"):
+                 flush_every_burst: bool = False, port_id: int = 0, name: str = "net_pcap0",
+                 linktypes: str = "convertible"):
         self._closed = True
         self._rxq: list[Block] = []
         self._txq: list[Block] = []
@@ -176,6 +183,11 @@ class PcapPort:
         self.port_id = check_count(port_id, "port_id", lo=0, hi=0xFFFE)
         if not isinstance(name, str) or not name:
             raise InvalidArgument("name must be a non-empty str")
+        if linktypes not in LINK_MODES:
+            raise InvalidArgument(f"linktypes must be one of {', '.join(LINK_MODES)}, got "
+                                  f"{linktypes!r}")
+        self.linktypes = linktypes
+        self._linkmode = LINK_MODES[linktypes]
         if tx_format is not None and tx_format not in ("pcap", "pcapng"):
             raise InvalidArgument(f"tx_format must be 'pcap' or 'pcapng', got {tx_format!r}")
         _check_distinct(rx, tx)
@@ -231,7 +243,8 @@ class PcapPort:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InvalidArgument(f"rx_pcap {path!r} is not a regular file")
-        kind, swap, nano, snaplen = probe_header(path, os.pread(fd, F.PCAP_HDR_LEN, 0))
+        kind, swap, nano, snaplen, lt = probe_header(path, os.pread(fd, F.PCAP_HDR_LEN, 0),
+                                                     self._linkmode)
         q = self._null_rxq()
         c = q.cfg
         c[L.C_FD] = fd
@@ -248,6 +261,8 @@ class PcapPort:
         c[L.C_LOOP] = int(self.infinite_rx)
         c[L.C_TS_WORD] = self._ts_word
         c[L.C_TS_FLAG] = self._ts_flag
+        c[L.C_LINKTYPE] = lt
+        c[L.C_LINKMODE] = self._linkmode
         q.st[L.S_CUR] = c[L.C_START]
         c[L.C_FORMAT] = L.FMT_PCAP if kind == "pcap" else L.FMT_PCAPNG
         return q
@@ -279,7 +294,10 @@ class PcapPort:
     def from_devargs(cls, name: str, args: dict, pool, *, port_id: int = 0) -> "PcapPort":
         """A port from DPDK devargs: ``{"rx_pcap": "in.pcap", "tx_pcap": "out.pcap",
         "infinite_rx": "1"}`` (a list of strings for a key given several times: one queue
-        each).  Interface arguments are refused: pcap ports never touch interfaces here."""
+        each), and pktbuf's own ``snaplen=N`` (Tx; default 262144) and
+        ``linktypes=any|convertible|ethernet`` (Rx; default ``any``: frames of link types
+        that cannot be converted are skipped and counted).  Interface arguments are refused:
+        pcap ports never touch interfaces here."""
         if not isinstance(args, dict):
             raise InvalidArgument(f"args must be a dict, got {type(args).__name__}")
         if hasattr(args, "getall"):       # a parsed device string: repeated keys as lists
@@ -299,8 +317,28 @@ class PcapPort:
             inf = inf[0]
         if inf not in ("0", "1"):
             raise InvalidArgument(f"{name}: infinite_rx must be 0 or 1, got {inf!r}")
+        kw = {}
+        for k in ("snaplen", "linktypes"):
+            v = args.get(k)
+            if isinstance(v, (list, tuple)):
+                raise InvalidArgument(f"{name}: {k} must be given once")
+            if v is not None:
+                kw[k] = v
+        if "snaplen" in kw:
+            try:
+                kw["snaplen"] = int(kw["snaplen"], 0)
+            except ValueError:
+                raise InvalidArgument(f"{name}: snaplen={kw['snaplen']!r} is not an integer") \
+                    from None
+            if not 1 <= kw["snaplen"] <= F.MAX_SNAPLEN:
+                raise InvalidArgument(f"{name}: snaplen={kw['snaplen']} is out of range "
+                                      f"1..{F.MAX_SNAPLEN}")
+        if kw.get("linktypes", "any") not in LINK_MODES:
+            raise InvalidArgument(f"{name}: linktypes={kw['linktypes']!r}; accepted: "
+                                  f"{', '.join(LINK_MODES)}")
+        kw.setdefault("linktypes", "any")
         return cls(pool, rx_pcap=args.get("rx_pcap"), tx_pcap=args.get("tx_pcap"),
-                   infinite_rx=inf == "1", port_id=port_id, name=name)
+                   infinite_rx=inf == "1", port_id=port_id, name=name, **kw)
 
     # -- description -----------------------------------------------------------------------------
     driver = DRIVER
@@ -343,7 +381,11 @@ class PcapPort:
                 "nb_rx_queues": self.nb_rx_queues, "nb_tx_queues": self.nb_tx_queues,
                 "rx_mbuf_size": int(self.pool.data_room),
                 "rx_mbuf_alloc_fail": self.stats()["rx_nombuf"], "promiscuous": 1,
-                "scattered_rx": 1, "rx_pcap": list(self.rx_files), "tx_pcap": list(self.tx_files)}
+                "scattered_rx": 1, "rx_pcap": list(self.rx_files), "tx_pcap": list(self.tx_files),
+                # a queue an error stopped is shown stopped (RTE_ETH_QUEUE_STATE_STOPPED)
+                "rxq_state": [0 if self._closed or q.st[L.S_ERR] else 1 for q in self._rxq],
+                "txq_state": [0 if self._closed or q.st[L.TS_ERRNO] else 1 for q in self._txq],
+                "linktypes": self.linktypes}
 
     # -- counters --------------------------------------------------------------------------------
     def stats(self) -> dict:
@@ -365,7 +407,9 @@ class PcapPort:
     def xstats(self) -> dict:
         """DPDK's generic xstat names, then per-queue ones, then pcap's own
         (``tx_qN_truncated``: packets cut to the snaplen; ``rx_qN_wraps``: infinite_rx
-        restarts; ``rx_qN_skipped_blocks``: pcapng blocks of types not read)."""
+        restarts; ``rx_qN_skipped_blocks``: pcapng blocks of types not read;
+        ``rx_qN_skipped_frames``: packet records not delivered, of a link type not converted;
+        ``rx_qN_converted``: frames of another link type delivered as Ethernet)."""
         s = self.stats()
         out = {"rx_good_packets": s["ipackets"], "tx_good_packets": s["opackets"],
                "rx_good_bytes": s["ibytes"], "tx_good_bytes": s["obytes"],
@@ -381,6 +425,8 @@ class PcapPort:
         for i, q in enumerate(self._rxq):
             out[f"rx_q{i}_wraps"] = int(q.st[L.S_WRAPS])
             out[f"rx_q{i}_skipped_blocks"] = int(q.st[L.S_SKIPPED])
+            out[f"rx_q{i}_skipped_frames"] = int(q.st[L.S_SKIPPED_FRAMES])
+            out[f"rx_q{i}_converted"] = int(q.st[L.S_CONVERTED])
         for i, q in enumerate(self._txq):
             out[f"tx_q{i}_truncated"] = int(q.st[L.TS_TRUNCATED])
         return out
@@ -388,7 +434,7 @@ class PcapPort:
     def stats_reset(self) -> None:
         for q in self._rxq:
             for w in (L.S_IPACKETS, L.S_IBYTES, L.S_IMISSED, L.S_IERRORS, L.S_RX_NOMBUF,
-                      L.S_WRAPS, L.S_SKIPPED):
+                      L.S_WRAPS, L.S_SKIPPED, L.S_SKIPPED_FRAMES, L.S_CONVERTED):
                 q.st[w] = 0
         for q in self._txq:
             for w in (L.TS_OPACKETS, L.TS_OBYTES, L.TS_OERRORS, L.TS_TRUNCATED):
@@ -409,12 +455,62 @@ class PcapPort:
             return None
         why = FORMAT_ERRORS.get(code, f"format error {code}")
         val = int(q.st[L.S_ERR_VAL])
-        if code == L.V_MMAP:
+        if code == L.V_LINKTYPE:
+            why = "a pcapng interface of " + refusal(val, self._linkmode)
+        elif code == L.V_MMAP:
             why += f" ({os.strerror(int(q.st[L.S_ERRNO]))})"
         elif code != L.V_TRUNCATED:
             why += f" (value {val})"
         return PcapFormatError(why, self.rx_files[qid] if qid < len(self.rx_files) else None,
                                int(q.st[L.S_ERR_OFF]))
+
+    def error(self):
+        """The error that stopped one of the port's queues, as an exception (None if none):
+        a :class:`~pktbuf.PcapFormatError` of an Rx queue (``path``, ``offset``, ``reason``)
+        or a :class:`~pktbuf.PcapWriteError` of a Tx queue (``errno``); ``queue`` and
+        ``direction`` ("rx"/"tx") say which.  A stopped queue never delivers or takes a
+        packet again: an application must treat this as the end of its run, not as an end
+        of input (``pktbuf fwd`` does: docs/failures.md)."""
+        for i in range(len(self._rxq)):
+            e = self.rx_format_error(i)
+            if e is not None:
+                e.queue, e.direction = i, "rx"
+                return e
+        for i, q in enumerate(self._txq):
+            err = int(q.st[L.TS_ERRNO])
+            if err:
+                path = self.tx_files[i] if i < len(self.tx_files) else None
+                e = PcapWriteError(f"{path}: write failed: {os.strerror(err)} ("
+                                   f"{int(q.st[L.TS_OERRORS])} records lost)", err)
+                e.path, e.offset, e.reason = path, None, f"write failed: {os.strerror(err)}"
+                e.queue, e.direction = i, "tx"
+                return e
+        return None
+
+    def warnings(self) -> list[dict]:
+        """What was lost without stopping the port: one dict per non-zero counter --
+        ``xstat`` (its name in :meth:`xstats`), ``count``, ``what`` (in words)."""
+        out = []
+        for i, q in enumerate(self._rxq):
+            n = int(q.st[L.S_SKIPPED_FRAMES])
+            if n:
+                out.append({"xstat": f"rx_q{i}_skipped_frames", "count": n,
+                            "what": f"frames of {self._rx_name(i)} not delivered: a link type "
+                                    f"that is not converted to Ethernet (linktypes="
+                                    f"{self.linktypes})"})
+        for i, q in enumerate(self._txq):
+            n = int(q.st[L.TS_TRUNCATED])
+            if n:
+                out.append({"xstat": f"tx_q{i}_truncated", "count": n,
+                            "what": f"frames written to {self._tx_name(i)} cut to its snaplen "
+                                    f"{self.snaplen}"})
+        return out
+
+    def _rx_name(self, i: int) -> str:
+        return self.rx_files[i] if i < len(self.rx_files) else f"rx queue {i}"
+
+    def _tx_name(self, i: int) -> str:
+        return self.tx_files[i] if i < len(self.tx_files) else f"tx queue {i}"
 
     def rx_eof(self, qid: int = 0) -> bool:
         """True once Rx queue ``qid`` can never deliver again: its file is read to the end
