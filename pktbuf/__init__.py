@@ -59,7 +59,7 @@ from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # n
                      NoSuchInterface, PcapError, PcapFormatError, PcapWriteError, PermissionDenied,
                      PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError,
                      SharedDomainError, NoSuchDomain, LayoutMismatch, LcoreBusy, PeerDied,
-                     NoSuchRule, NoSuchKey)
+                     NoSuchRule, NoSuchKey, UseAfterFree)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
@@ -70,7 +70,7 @@ __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument"
                                 "PortError", "NoSuchInterface", "PermissionDenied",
                                 "TelemetryError", "SharedDomainError", "NoSuchDomain",
                                 "LayoutMismatch", "LcoreBusy", "PeerDied", "NoSuchRule",
-                                "NoSuchKey"])
+                                "NoSuchKey", "UseAfterFree"])
 
 
 def __getattr__(name):
