@@ -72,8 +72,10 @@ def _demo(argv) -> int:
 
 
 def _fwd(argv) -> int:
+    from pktbuf.apps.compile import ensure_compiled, fwd_unit_for
     from pktbuf.apps.fwd import main as fwd
-    return fwd.main(argv)
+    return fwd.main(argv, before_start=lambda a: ensure_compiled([fwd_unit_for(a.vdev)],
+                                                                 "pktbuf fwd"))
 
 
 def _compile(argv) -> int:

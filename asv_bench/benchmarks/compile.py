@@ -25,7 +25,7 @@ class ColdCompile:
     timeout = 1800
     repeat = 1
     number = 1
-    params = [["ring"] if QUICK else ["core", "fwd", "demo"]]
+    params = [["ring"] if QUICK else ["core", "fwd:pcap", "demo"]]
     param_names = ["target"]
 
     def timeraw_cold(self, target):

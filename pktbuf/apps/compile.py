@@ -69,9 +69,27 @@ def _eof():
     pcap_rx_eof.compile((BlockType("pcap_rxq"),))
 
 
-def _fwd():
-    from .forwarder import warm
-    warm()
+DRIVERS = ("ring", "memif", "pcap", "af_packet", "af_xdp")
+_KIND_OF = {"ring": "K_RING", "memif": "K_MEMIF", "pcap": "K_PCAP", "af_packet": "K_AF_PACKET",
+            "af_xdp": "K_AF_XDP"}
+_DRIVER_OF = {"net_ring": "ring", "net_memif": "memif", "net_pcap": "pcap",
+              "net_af_packet": "af_packet", "net_af_xdp": "af_xdp"}
+
+
+def _fwd(drivers):
+    """The forwarding loop for ports of ``drivers`` (it is compiled once per set of port
+    kinds, with those kinds' bursts only: :func:`pktbuf.ethdev.burst.rx_burst_of`)."""
+    def run():
+        from ..drivers.common import kinds as K
+        from ..drivers.ring.api import RingPort
+        from ..ethdev.burst import kinds_mask
+        from .fwd.forwarder import Forwarder
+        fw = Forwarder([lambda pool, pid: RingPort(pool=pool, port_id=pid)], "io", nb_mbufs=256)
+        try:
+            fw.warm(kinds_mask(getattr(K, _KIND_OF[d]) for d in drivers))
+        finally:
+            fw.close()
+    return run
 
 
 def _traffic():
@@ -94,15 +112,42 @@ UNITS = {
         ("pktbuf.drivers.af_packet.tx.af_packet_tx_burst", "af_packet_txq"))),
     "af_xdp": (("core",), _bursts(("pktbuf.drivers.af_xdp.rx.af_xdp_rx_burst", "af_xdp_rxq"),
                                   ("pktbuf.drivers.af_xdp.tx.af_xdp_tx_burst", "af_xdp_txq"))),
-    "fwd": (("ring", "memif", "pcap", "af_packet", "af_xdp"), _fwd),
     "traffic": (("memif",), _traffic),
 }
+# the forwarding loop for one port type each (fwd:memif, ...), and for every type at once
+for _d in DRIVERS:
+    UNITS[f"fwd:{_d}"] = ((_d,), _fwd((_d,)))
+UNITS["fwd:all"] = (DRIVERS, _fwd(DRIVERS))
+
+
+def fwd_unit(drivers) -> str:
+    """The unit of the forwarding loop for ports of ``drivers`` (a set of names of
+    :data:`DRIVERS`), registered on first use: ``fwd:memif``, ``fwd:pcap+ring``, ..."""
+    ds = tuple(sorted(set(drivers), key=DRIVERS.index))
+    name = "fwd:all" if set(ds) == set(DRIVERS) else "fwd:" + "+".join(ds)
+    if name not in UNITS:
+        UNITS[name] = (ds, _fwd(ds))
+    return name
+
+
+def fwd_unit_for(vdevs) -> str:
+    """:func:`fwd_unit` for the device strings of a ``pktbuf fwd`` command line (all kinds when
+    one is not recognised: its error comes when the port opens)."""
+    from ..ethdev.api import driver_of
+    ds = set()
+    for v in vdevs or ():
+        try:
+            ds.add(_DRIVER_OF[driver_of(v.split(",", 1)[0])])
+        except Exception:          # noqa: BLE001 -- an unknown device: reported when it opens
+            return "fwd:all"
+    return fwd_unit(ds or DRIVERS)
+
 
 TARGETS = {
     "core": ("core",),
-    "fwd": ("fwd",),
-    "demo": ("fwd", "traffic"),
-    "all": tuple(UNITS),
+    "fwd": tuple(f"fwd:{d}" for d in DRIVERS),
+    "demo": ("fwd:memif", "traffic"),
+    "all": tuple(u for u in UNITS if u != "fwd:all"),
 }
 DEFAULT_TARGETS = ("demo",)
 
@@ -115,6 +160,10 @@ def units_for(targets, *, deps: bool = True) -> list[str]:
     def add(u):
         if u in out:
             return
+        if u not in UNITS and u.startswith("fwd:"):
+            u = fwd_unit(u[4:].split("+"))
+            if u in out:
+                return
         for d in UNITS[u][0] if deps else ():
             add(d)
         out.append(u)
@@ -152,6 +201,8 @@ def _record(fn):
 
 
 def run_unit(name: str, report: bool = False) -> dict:
+    if name not in UNITS and name.startswith("fwd:"):
+        name = fwd_unit(name[4:].split("+"))
     t0 = time.perf_counter()
     fn = UNITS[name][1]
     compiled = _record(fn) if report else (fn(), [])[1]
@@ -235,10 +286,9 @@ def is_warm(targets=DEFAULT_TARGETS) -> bool:
     check of their index files; anything missing still compiles on first use)."""
     from .fwd.loop import fwd_loop
     from .traffic import traffic_loop
-    loops = {"fwd": fwd_loop, "demo": fwd_loop, "traffic": traffic_loop}
     for t in targets:
         for u in TARGETS.get(t, (t,)):
-            disp = loops.get(u)
+            disp = fwd_loop if u.startswith("fwd:") else traffic_loop if u == "traffic" else None
             if disp is None:
                 continue
             impl = disp._cache._impl if hasattr(disp._cache, "_impl") else None
@@ -314,8 +364,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="--report: also write the results as JSON")
     a = ap.parse_args(argv)
     for t in a.targets:
-        if t not in TARGETS and t not in UNITS:
-            ap.error(f"unknown target {t!r}: choose from {', '.join(list(TARGETS) + list(UNITS))}")
+        ok = t in TARGETS or t in UNITS or (
+            t.startswith("fwd:") and all(d in DRIVERS for d in t[4:].split("+")))
+        if not ok:
+            ap.error(f"unknown target {t!r}: choose from {', '.join(list(TARGETS) + list(UNITS))}"
+                     " or fwd:DRIVER+DRIVER...")
     if (a.warm or a.json) and not a.report:
         ap.error("--warm and --json go with --report")
     targets = a.targets or list(DEFAULT_TARGETS)

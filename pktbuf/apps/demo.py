@@ -23,6 +23,7 @@ import time
 
 from ..errors import cli_number
 from . import forwarder, traffic
+from .compile import CompileFailed, ensure_compiled
 from .forwarder import MODES
 from .txonly import MIN_PKT_LEN
 
@@ -46,7 +47,12 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     print(f"pktbuf memif demo: {a.mode}, {a.size}-byte frames, {a.seconds:g} s "
           f"(compiling on first run)...", flush=True)
-    forwarder.warm()
+    try:
+        ensure_compiled(["demo"], "pktbuf demo")   # a first run: every core compiles
+    except CompileFailed as e:
+        print(f"pktbuf demo: {e}", file=sys.stderr)
+        return 1
+    forwarder.warm()                                # loads what is cached
     traffic.warm()
     tmp = tempfile.mkdtemp(prefix="pktbuf-demo-")
     tag = f"pktbuf-demo-{os.getpid()}"

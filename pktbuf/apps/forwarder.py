@@ -95,11 +95,14 @@ def forwarder_main(argv=None) -> int:
 
 
 def warm() -> None:
-    """Compile (or load) the loop here, before child processes would compile it at once."""
+    """Compile (or load) the loop for memif ports (the forwarder's) here, before child
+    processes would compile it at once."""
+    from ..drivers.common.kinds import K_MEMIF
     from ..drivers.ring.api import RingPort
+    from ..ethdev.burst import kinds_mask
     from .fwd.forwarder import Forwarder
     fw = Forwarder([lambda pool, pid: RingPort(pool=pool, port_id=pid)], "mac", nb_mbufs=256)
     try:
-        fw.warm()
+        fw.warm(kinds_mask([K_MEMIF]))
     finally:
         fw.close()

@@ -23,6 +23,9 @@ says what happened in words).
 """
 from __future__ import annotations
 
+from numba import types
+from numba.extending import overload
+
 from .._jit import kernel
 from ..drivers.af_packet.layout import AF_PACKET_RXQ, AF_PACKET_TXQ  # noqa: F401
 from ..drivers.af_packet.rx import af_packet_rx_burst
@@ -97,6 +100,77 @@ def tx_burst(eth, port, queue, lcore, pkts, n):
     if kind == K_PCAP:
         return pcap_tx_burst(dom, block_at(addr, "pcap_txq"), lcore, pkts, n)
     return 0
+
+
+# -- bursts that serve only the port kinds a loop has --------------------------------------------
+#
+# ``rx_burst``/``tx_burst`` serve every port type, so a loop that calls them compiles every
+# driver's burst kernels.  ``rx_burst_of(kinds, ...)`` / ``tx_burst_of(kinds, ...)`` take a
+# constant mask of the kinds the loop's ports have (``kinds_mask``) and are built, when the loop
+# is compiled, with a branch for those kinds only: a loop over memif ports compiles no pcap,
+# AF_PACKET or AF_XDP kernel.  The mask must be a compile-time constant (pass it through
+# ``numba.literally`` in the loop).
+
+_BURSTS = {   # kind: (rx kernel, tx kernel, rx queue layout, tx queue layout)
+    K_MEMIF: ("memif_rx_burst", "memif_tx_burst", "memif_queue", "memif_queue"),
+    K_RING: ("eth_ring_rx_burst", "eth_ring_tx_burst", "eth_ring_queue", "eth_ring_queue"),
+    K_AF_PACKET: ("af_packet_rx_burst", "af_packet_tx_burst", "af_packet_rxq", "af_packet_txq"),
+    K_AF_XDP: ("af_xdp_rx_burst", "af_xdp_tx_burst", "af_xdp_rxq", "af_xdp_txq"),
+    K_PCAP: ("pcap_rx_burst", "pcap_tx_burst", "pcap_rxq", "pcap_txq"),
+}
+KINDS_ALL = sum(1 << k for k in _BURSTS)
+_OV_OPTIONS = {"nogil": True, "boundscheck": False, "error_model": "numpy", "_nrt": False}
+
+
+def kinds_mask(kinds) -> int:
+    """The mask of port kinds (``K_*``) for :func:`rx_burst_of`; 0 for none."""
+    m = 0
+    for k in kinds:
+        if k not in _BURSTS:
+            raise ValueError(f"no such port kind: {k}")
+        m |= 1 << int(k)
+    return m
+
+
+def rx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
+    """:func:`rx_burst` for the port kinds in the constant mask ``kinds`` (compiled code
+    only); a port of another kind gives 0."""
+    raise NotImplementedError("rx_burst_of is for compiled code")
+
+
+def tx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
+    """:func:`tx_burst` for the port kinds in the constant mask ``kinds`` (compiled code
+    only); a port of another kind takes nothing."""
+    raise NotImplementedError("tx_burst_of is for compiled code")
+
+
+def _burst_impl(kinds, rx: bool):
+    if not isinstance(kinds, types.IntegerLiteral):
+        return None
+    mask = int(kinds.literal_value)
+    table, count, idx = ("eth.rxq", "P_NB_RX", 0) if rx else ("eth.txq", "P_NB_TX", 1)
+    lines = ["def impl(kinds, eth, port, queue, lcore, pkts, n):",
+             f"    kind, addr = _queue(eth, {table}, port, queue, {count})",
+             "    dom = eth_domain(eth)"]
+    for k, names in _BURSTS.items():
+        if mask >> k & 1:
+            lines.append(f"    if kind == {k}:")
+            lines.append(f"        return {names[idx]}(dom, block_at(addr, {names[2 + idx]!r}), "
+                         "lcore, pkts, n)")
+    lines.append("    return 0")
+    ns = dict(globals())
+    exec("\n".join(lines), ns)          # noqa: S102 -- our own text, one branch per kind
+    return ns["impl"]
+
+
+@overload(rx_burst_of, prefer_literal=True, jit_options=_OV_OPTIONS)
+def _rx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
+    return _burst_impl(kinds, True)
+
+
+@overload(tx_burst_of, prefer_literal=True, jit_options=_OV_OPTIONS)
+def _tx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
+    return _burst_impl(kinds, False)
 
 
 @kernel

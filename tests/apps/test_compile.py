@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from pktbuf.apps.compile import TARGETS, UNITS, units_for
+from pktbuf.apps.compile import TARGETS, UNITS, fwd_unit_for, units_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -23,16 +23,21 @@ def _compile(args, cache, **kw):
 
 def test_units_come_after_what_they_build_on():
     order = units_for(["all"])
-    assert set(order) == set(UNITS)
+    assert set(order) == {u for u in UNITS if u != "fwd:all" and "+" not in u}
     for u in order:
         for d in UNITS[u][0]:
             assert order.index(d) < order.index(u)
-    assert units_for(["demo"])[-2:] == ["fwd", "traffic"] and "core" in units_for(["demo"])
+    demo = units_for(["demo"])
+    assert demo == ["core", "memif", "fwd:memif", "traffic"]   # no other port type's kernels
     assert set(TARGETS) >= {"core", "fwd", "demo", "all"}
+    assert units_for(["fwd:pcap+ring"]) == ["core", "ring", "pcap", "fwd:ring+pcap"]
+    assert fwd_unit_for(["net_pcap0,rx_pcap=x", "net_ring1"]) == "fwd:ring+pcap"
+    assert fwd_unit_for(["net_nosuch0"]) == "fwd:all"
 
 
 def test_bad_arguments_are_usage_errors(tmp_path):
-    for args in (["nosuch"], ["--jobs", "0"], ["--jobs", "x"], ["--json", "x.json"], ["--warm"]):
+    for args in (["nosuch"], ["fwd:nosuch"], ["--jobs", "0"], ["--jobs", "x"], ["--json", "x.json"],
+                 ["--warm"]):
         p = _compile(args, tmp_path)
         out, err = p.communicate(timeout=120)
         assert p.returncode == 2, (args, out, err)

@@ -14,6 +14,8 @@ import numpy as np
 from ...drivers.common.api.port import port_error, port_warnings
 from ...errors import PktbufError
 from ...drivers.common.kinds import MAX_PORTS
+from ...ethdev.burst import kinds_mask
+from ...ethdev.layout import P_KIND
 from ...idle import BUSY_POLL, IDLE_SLEEP_MAX_US
 from .loop import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS,
                    MAX_BURST, MODES, fwd_loop, tsc_now)
@@ -94,17 +96,27 @@ class Forwarder:
         self.txpkts = txpkts
         self.cnt = np.zeros((MAX_PORTS, F_WORDS), np.int64)
         self.scratch = np.empty(MAX_BURST, np.int32)
+        self._kinds = self.kinds
 
     @property
     def idle_backoff(self) -> bool:
         """Whether the loop backs off when idle (False: it polls without pause)."""
         return self.idle_max_us != BUSY_POLL
 
-    def warm(self) -> None:
-        """Compile (or load) the loop: one call over no streams."""
+    @property
+    def kinds(self) -> int:
+        """The mask of the kinds of this forwarder's ports: the loop compiled for them
+        serves these port types only (``pktbuf.ethdev.burst.kinds_mask``)."""
+        st = self.ports.state
+        return kinds_mask(int(st.port[p, P_KIND]) for p in self.ports.ids())
+
+    def warm(self, kinds: int | None = None) -> None:
+        """Compile (or load) the loop: one call over no streams (``kinds``: for ports of
+        other kinds than this forwarder's, to warm the cache for them)."""
         fwd_loop(self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
                  self.burst, self.macs, self.peers, self.hdrs, self.txpkts, 0, self.cnt,
-                 self.scratch, self.record_cycles, self.idle_max_us)
+                 self.scratch, self.record_cycles, self.idle_max_us,
+                 self.kinds if kinds is None else kinds)
 
     def run_slice(self, seconds: float) -> int:
         """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended, R_PORT_ERROR
@@ -112,7 +124,8 @@ class Forwarder:
         return int(fwd_loop(self.ports.state, 0, self.pool.id, self.streams,
                             MODES.index(self.mode), self.burst, self.macs, self.peers,
                             self.hdrs, self.txpkts, time.monotonic_ns() + int(seconds * 1e9),
-                            self.cnt, self.scratch, self.record_cycles, self.idle_max_us))
+                            self.cnt, self.scratch, self.record_cycles, self.idle_max_us,
+                            self._kinds))
 
     def failures(self) -> list[dict]:
         """The errors that stopped a queue of one of the ports (``error`` events)."""

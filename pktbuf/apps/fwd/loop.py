@@ -20,11 +20,12 @@ check costs nothing on the hot path: it runs only when a burst came back empty o
 from __future__ import annotations
 
 import numpy as np
+from numba import literally
 
 from ..._jit import kernel
 from ...atomics import tsc_read
-from ...ethdev.burst import (eth_domain, rx_burst, rx_queue_eof, rx_queue_error, tx_burst,
-                             tx_queue_error)
+from ...ethdev.burst import (eth_domain, rx_burst_of, rx_queue_eof, rx_queue_error,
+                             tx_burst_of, tx_queue_error)
 from ...idle import idle_backoff, now_ns
 from ...buf.mbuf.free import pktmbuf_free_bulk
 from ...rawmem import addr_u8
@@ -84,9 +85,9 @@ def streams_failed(eth, streams):
     return False
 
 
-@kernel
+@kernel(literal=("kinds",))
 def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
-             deadline_ns, cnt, pk, record_cycles, idle_max_us):
+             deadline_ns, cnt, pk, record_cycles, idle_max_us, kinds):
     """Forward until ``deadline_ns`` (``time.monotonic_ns`` clock), until a stream's Rx or Tx
     queue is stopped by an error (``R_PORT_ERROR``, at the end of the round in which it was
     seen: every packet received before it has been sent on), or, unless generating, until
@@ -99,8 +100,11 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
     stream iteration that received (or, txonly, sent) packets to ``cnt[rx port,
     F_BUSY_CYCLES]`` -- from before the Rx burst to after the Tx burst, as testpmd's
     ``--record-core-cycles`` counts them.  ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s
-    cap (``BUSY_POLL``: never yield or sleep).
+    cap (``BUSY_POLL``: never yield or sleep).  ``kinds``: the mask of the port kinds the
+    streams' ports have (:func:`pktbuf.ethdev.burst.kinds_mask`, ``KINDS_ALL`` for any): the
+    loop is compiled once per mask, with the burst kernels of those kinds only.
     """
+    literally(kinds)
     dom = eth_domain(eth)
     mb = dom.mb
     ns = streams.shape[0]
@@ -119,7 +123,7 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
                     continue
                 n = burst
             else:
-                n = rx_burst(eth, rxp, 0, lcore, pk, burst)
+                n = rx_burst_of(kinds, eth, rxp, 0, lcore, pk, burst)
                 if n == 0:
                     if rx_queue_error(eth, rxp, 0) != 0:
                         failed = True
@@ -142,7 +146,7 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
             txbytes = 0
             for i in range(n):
                 txbytes += np.int64(mb[pk[i]].pkt_len)
-            k = tx_burst(eth, txp, 0, lcore, pk, n)
+            k = tx_burst_of(kinds, eth, txp, 0, lcore, pk, n)
             if k < n:
                 for i in range(k, n):
                     txbytes -= np.int64(mb[pk[i]].pkt_len)

@@ -124,7 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv=None) -> int:
+def main(argv=None, *, before_start=None) -> int:
+    """``pktbuf fwd``.  ``before_start(args)``: called with the parsed options once they are
+    checked and before any port opens (the command line passes the cache warm-up of
+    ``pktbuf compile`` for the ports' kinds)."""
     ap = build_parser()
     a = ap.parse_args(argv)
     peers = dict(a.eth_peer)
@@ -140,6 +143,12 @@ def main(argv=None) -> int:
     # Ctrl-C (SIGINT) stops the run even when the shell started us with SIGINT ignored (a
     # background job of a non-interactive shell), as testpmd's own handler does
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    if before_start is not None:
+        try:
+            before_start(a)
+        except Exception as e:      # noqa: BLE001 -- reported, and the run does not start
+            print(f"pktbuf fwd: {e}", file=sys.stderr)
+            return EXIT_FAILURE
     if a.workers:
         if a.distributor:
             return main_distrib(a, peers)
