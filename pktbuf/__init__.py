@@ -46,6 +46,8 @@ _LAZY = {
     "ptype_name": "pktbuf.net.ptype.api",
     "Lpm": "pktbuf.net.lpm.api",
     "Lpm6": "pktbuf.net.lpm.api",
+    "Stage": "pktbuf.apps.stage.api",
+    "StageError": "pktbuf.apps.stage.api",
     "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.lcore",

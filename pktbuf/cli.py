@@ -3,6 +3,8 @@
     pktbuf bench [core|memif|pagepool|heap|ports|rss|distrib|net|all] [options]  measure (default: core)
     pktbuf demo [options]                                   the memif forwarding demo
     pktbuf fwd --vdev DEVICE [--vdev ...] [options]         testpmd-like forwarder over any ports
+    pktbuf l3fwd --vdev DEVICE [...] -- -p MASK --config "(port,queue,lcore),..." [l3fwd options]
+                                                            DPDK's l3fwd on pktbuf's ports
     pktbuf compile [--jobs N] [--report] [TARGET ...]       warm the kernel cache (default: demo)
     pktbuf info                                             versions and cache location
 
@@ -78,6 +80,24 @@ def _fwd(argv) -> int:
                                                                  "pktbuf fwd"))
 
 
+L3FWD_USAGE = """usage: pktbuf l3fwd --vdev DEVICE [--vdev DEVICE ...] -- -p PORTMASK
+           --config "(port,queue,lcore)[,(port,queue,lcore)...]" [--lookup lpm|em|fib]
+           [--rule_ipv4 FILE --rule_ipv6 FILE] [--eth-dest X,MAC] [--parse-ptype] [-P]
+           [--ipv6] [--max-pkt-len N] [--per-port-pool] [--ttl-expiry]
+
+DPDK 22.11's l3fwd on pktbuf's ports: its options after --, as --opt=value or --opt value,
+its route files, the same output byte for byte (docs/l3fwd.md); --ttl-expiry drops TTL <= 1
+as a router must (DPDK's l3fwd does not).  Stops on Ctrl-C or SIGTERM (exit 0)."""
+
+
+def _l3fwd(argv) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(L3FWD_USAGE)
+        return 0
+    from pktbuf.apps.l3fwd.app import main
+    return main(argv)
+
+
 def _compile(argv) -> int:
     from pktbuf.apps import compile as c
     return c.main(argv)
@@ -104,7 +124,8 @@ def main(argv=None) -> int:
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    handlers = {"bench": _bench, "demo": _demo, "fwd": _fwd, "compile": _compile, "info": _info}
+    handlers = {"bench": _bench, "demo": _demo, "fwd": _fwd, "compile": _compile, "l3fwd": _l3fwd,
+                "info": _info}
     if cmd not in handlers:
         print(f"pktbuf: unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
         return 2

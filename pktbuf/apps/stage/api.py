@@ -1,0 +1,202 @@
+"""The stage facade: :class:`Stage` (a stage function, its state, its counters and drop
+reasons, checked before any port opens) and :class:`StageRunner` (one lcore's streams through
+the stage's compiled loop).
+
+::
+
+    from pktbuf.apps.stage.api import Stage, StageRunner
+    st = Stage(my_stage, state=(table.block, macs), counters=("hits", "misses"),
+               drop_reasons=("ttl",))
+    st.check(ports)                         # compiled (or loaded) now: StageError if it fails
+    run = StageRunner(ports, st, streams=[(0, 0, 1), (1, 0, 0)])
+    while run.run(0.1) == R_DEADLINE: ...   # 100 ms slices
+    run.counters()                          # {"hits": ..., "misses": ...}
+
+``Stage.from_spec("module:function")`` is what ``--stage`` takes: the attribute may be a jitted
+function (no state, no counters), a :class:`Stage`, or a plain function returning one.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+
+import numpy as np
+from numba.core.dispatcher import Dispatcher
+
+from ...drivers.common.kinds import MAX_PORTS
+from ...errors import InvalidArgument
+from ...idle import IDLE_SLEEP_MAX_US
+from . import gen
+from .abi import F_RX, F_RX_BYTES, F_STAGE_DROP, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS
+
+__all__ = ["Stage", "StageError", "StageRunner", "MAX_BURST"]
+
+MAX_BURST = 512
+NPARAMS = 7
+PARAMS = "(state, dom, rx_port, pkts, n, dest, cnt)"
+
+
+class StageError(InvalidArgument):
+    """The stage cannot be used: not jitted, wrong signature, not importable, or it does not
+    compile with the state given."""
+
+
+def _check_fn(fn, what="stage"):
+    if not isinstance(fn, Dispatcher):
+        raise StageError(f"the {what} {getattr(fn, '__qualname__', fn)!r} is not a jitted "
+                         "function: decorate it with @numba.njit (or pktbuf's kernel)")
+    sig = inspect.signature(fn.py_func)
+    pos = [p for p in sig.parameters.values()
+           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(pos) != NPARAMS or len(pos) != len(sig.parameters):
+        raise StageError(f"the {what} {fn.py_func.__qualname__}{sig} must take exactly "
+                         f"{NPARAMS} positional parameters {PARAMS}")
+    try:
+        return gen.function_ref(fn)
+    except ValueError as e:
+        raise StageError(str(e)) from None
+
+
+class Stage:
+    """A stage: ``fn(state, dom, rx_port, pkts, n, dest, cnt)`` (see
+    :mod:`pktbuf.apps.stage.abi`), the ``state`` passed to it, the names of its ``counters``
+    and of its ``drop_reasons`` (reason ``i`` is ``stage_drop(i)``).  ``depends``: further
+    source files whose changes must recompile the loop (modules the stage calls into besides
+    its own and pktbuf)."""
+
+    def __init__(self, fn, state=None, *, counters=(), drop_reasons=(), depends=()):
+        self._refs = [(*_check_fn(fn), (0, len(tuple(counters))))]
+        self.fns = (fn,)
+        self.state = state
+        self.counters = tuple(str(c) for c in counters)
+        self.drop_reasons = tuple(str(r) for r in drop_reasons)
+        self.depends = tuple(str(d) for d in depends)
+        self._loop = None
+
+    @classmethod
+    def chain(cls, *stages: "Stage") -> "Stage":
+        """The stages called in order on every burst, each with its own state and counters;
+        counter and drop-reason names are prefixed by the stage index when they collide."""
+        if len(stages) < 2:
+            raise StageError("a chain takes at least two stages")
+        for s in stages:
+            if not isinstance(s, Stage) or len(s.fns) != 1:
+                raise StageError("a chain is made of single Stage objects")
+        self = cls.__new__(cls)
+        refs, counters, reasons, off = [], [], [], 0
+        for s in stages:
+            k = len(s.counters)
+            refs.append((s._refs[0][0], s._refs[0][1], (off, off + k)))
+            off += k
+            counters += list(s.counters)
+            reasons += list(s.drop_reasons)
+        self._refs = refs
+        self.fns = tuple(s.fns[0] for s in stages)
+        self.state = tuple(s.state for s in stages)
+        self.counters = tuple(counters)
+        self.drop_reasons = tuple(reasons)
+        self.depends = tuple(d for s in stages for d in s.depends)
+        self._loop = None
+        return self
+
+    @classmethod
+    def from_spec(cls, spec: str) -> "Stage":
+        """``module:function`` (``--stage``): a jitted function, a :class:`Stage`, or a
+        function returning one."""
+        mod, sep, name = spec.partition(":")
+        if not sep or not mod or not name:
+            raise StageError(f"--stage takes module:function, got {spec!r}")
+        try:
+            m = importlib.import_module(mod)
+        except ImportError as e:
+            raise StageError(f"--stage {spec}: cannot import {mod!r}: {e}") from None
+        obj = getattr(m, name, None)
+        if obj is None:
+            raise StageError(f"--stage {spec}: module {mod!r} has no {name!r}")
+        if isinstance(obj, Stage):
+            return obj
+        if isinstance(obj, Dispatcher):
+            return cls(obj)
+        if callable(obj):
+            st = obj()
+            if not isinstance(st, Stage):
+                raise StageError(f"--stage {spec}: {name}() returned "
+                                 f"{type(st).__name__}, not a Stage")
+            return st
+        raise StageError(f"--stage {spec}: {name} is neither a jitted function nor a Stage")
+
+    @property
+    def loop(self):
+        """The compiled loop's dispatcher (``stage_loop`` of the generated module)."""
+        if self._loop is None:
+            self._loop = gen.load(self._refs, self.depends).stage_loop
+        return self._loop
+
+    @property
+    def module_file(self) -> str:
+        return gen.load(self._refs, self.depends).__file__
+
+    def check(self, ports) -> None:
+        """Compile the loop with this state over ``ports``' table (no port need be open; a
+        run of zero streams) -- or load it from the cache.  :class:`StageError` with Numba's
+        message when it does not compile."""
+        r = StageRunner(ports, self, streams=[])
+        try:
+            r.run(0.0)
+        except StageError:
+            raise
+        except Exception as e:          # numba's TypingError, LoweringError, ...
+            msg = str(e).strip().splitlines()
+            head = "\n".join(msg[:12])
+            names = ", ".join(f"{m}:{n}" for m, n, _ in self._refs)
+            raise StageError(f"the stage {names} does not compile with this state "
+                             f"({type(e).__name__}):\n{head}") from None
+
+
+class StageRunner:
+    """One lcore's loop over ``streams`` -- (rx port, rx queue, default Tx port) each --
+    through ``stage``.  ``txq``: the Tx queue this lcore sends on; ``lcore``: its id (mempool
+    cache); ``idle_backoff``: back off when polls find nothing (pktbuf fwd's default)."""
+
+    def __init__(self, ports, stage: Stage, streams, *, lcore: int = 0, txq: int = 0,
+                 burst: int = 32, idle_backoff: bool = True):
+        if not 1 <= burst <= MAX_BURST:
+            raise InvalidArgument(f"burst must be in 1..{MAX_BURST}")
+        st = np.asarray(list(streams), dtype=np.int64).reshape(-1, 3)
+        if st.size and (st.min() < 0 or st[:, [0, 2]].max() >= MAX_PORTS):
+            raise InvalidArgument(f"stream port ids must be in 0..{MAX_PORTS - 1}")
+        self.ports, self.stage, self.streams = ports, stage, st
+        self.lcore, self.txq, self.burst = int(lcore), int(txq), int(burst)
+        self.idle_max_us = IDLE_SLEEP_MAX_US if idle_backoff else -1
+        self.cnt = np.zeros((MAX_PORTS, F_WORDS), np.int64)
+        self.scnt = np.zeros(max(1, len(stage.counters)), np.int64)
+        self.drops = np.zeros(len(stage.drop_reasons) + 1, np.int64)
+        self._dest = np.zeros(burst, np.int32)
+        self._pk = np.zeros(burst, np.int32)
+        self._txbuf = np.zeros((MAX_PORTS, burst), np.int32)
+        self._txn = np.zeros(MAX_PORTS, np.int64)
+        self._touched = np.zeros(MAX_PORTS, np.int64)
+
+    def run(self, seconds: float) -> int:
+        """Run for up to ``seconds`` (at least one round); returns ``R_DEADLINE``,
+        ``R_ALL_EOF`` or ``R_PORT_ERROR``."""
+        deadline = time.monotonic_ns() + int(seconds * 1e9)
+        return int(self.stage.loop(self.ports.state, self.lcore, self.streams, self.txq,
+                                   self.burst, self.stage.state, self.cnt, self.scnt,
+                                   self.drops, self._dest, self._pk, self._txbuf, self._txn,
+                                   self._touched, deadline, self.idle_max_us))
+
+    def counters(self) -> dict:
+        return {n: int(self.scnt[i]) for i, n in enumerate(self.stage.counters)}
+
+    def drop_counts(self) -> dict:
+        out = {n: int(self.drops[i]) for i, n in enumerate(self.stage.drop_reasons)}
+        out["invalid"] = int(self.drops[-1])
+        return out
+
+    def port_counts(self, pid: int) -> dict:
+        c = self.cnt[pid]
+        return {"rx": int(c[F_RX]), "tx": int(c[F_TX]), "tx_dropped": int(c[F_TX_DROP]),
+                "rx_bytes": int(c[F_RX_BYTES]), "tx_bytes": int(c[F_TX_BYTES]),
+                "stage_dropped": int(c[F_STAGE_DROP])}
