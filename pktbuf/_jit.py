@@ -331,3 +331,27 @@ def kernel(fn=None, *, inline: str = "never", nrt: bool = False, literal: tuple 
         return _one_specialisation_per_shape(njit(inline=inline, **opts)(f), literal)
 
     return wrap(fn) if fn is not None else wrap
+
+
+def always_inline(disp):
+    """Mark a kernel for LLVM-level inlining into every caller (``alwaysinline``, DPDK's
+    ``__rte_always_inline`` on ``rte_mempool_do_generic_get/put``); returns it.
+
+    Why: Numba optimises each kernel on its own before linking it into its callers, so by the
+    time a caller is optimised the cache fast path has been vectorised (a reversed copy with
+    runtime alias checks and three loop versions) and is far over LLVM's inlining threshold.  It
+    then stays a call that passes the handle array as seven words on the stack, re-checks every
+    range and runs the vectorised copy's dispatch for a single object.  Inlined, the caller's
+    constants (``start == 0``, ``n == 1``) and loop invariants fold into it.  This is not
+    Numba's ``inline="always"``: nothing is re-typed at the call site, LLVM only inlines the
+    compiled IR.  The out-of-line slow paths must say ``never_inline`` (Numba lets a callee
+    compiled inside this one inherit the flag).
+    """
+    disp.targetoptions["forceinline"] = True
+    return disp
+
+
+def never_inline(disp):
+    """The slow path of an :func:`always_inline` kernel: keep it out of line (see there)."""
+    disp.targetoptions["forceinline"] = False
+    return disp

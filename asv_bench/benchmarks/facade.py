@@ -38,6 +38,18 @@ class FacadeOverhead:
     def time_single_alloc_free(self):
         self.pool.alloc().free()
 
+    def track_pair_over_floor(self):
+        """alloc_bulk(32) + free_bulk over two empty compiled calls made the same way (the
+        entry points' floor: CPython's call, Numba's argument unboxing), timed in the same
+        process, interleaved.  Both are CPython-bound, so the ratio is much the same on any
+        machine; what it measures is the facade's own validation and dispatch.  Lower is
+        better."""
+        from pktbuf.bench.report import facade_pair_us
+        pair, floor = facade_pair_us(2000)
+        return pair / floor
+
+    track_pair_over_floor.unit = "ratio"
+
 
 class FirstBurst:
     """import pktbuf + pool + first alloc_bulk/free_bulk in a fresh interpreter.

@@ -7,7 +7,7 @@ runs.  Figures against DPDK are in docs/performance.md, not here.  Ratios compar
 run-grouped free with DPDK's staged one measured in the same process, moments apart.
 Compilation happens in ``setup`` (or comes from the cache), never inside a measurement.
 """
-from pktbuf.bench.core import BURSTS, LAYOUTS, QUICK, CoreBench
+from pktbuf.bench.core import BURSTS, LAYOUTS, QUICK, REFERENCES, CoreBench
 
 _BENCH = None
 
@@ -89,3 +89,35 @@ class SingleAllocFree:
 
     track_single.unit = "ns/mbuf"
 
+
+
+class VsReference:
+    """Each core mbuf case over a pktbuf-only reference timed in the same process, moments
+    apart (``CoreBench.ratio``: samples interleaved, median over median), so that a slower
+    pktbuf shows as a higher ratio on any machine and ``asv publish`` flags it:
+
+    * the free_bulk layouts and the round trip: the same work with DPDK's staged free
+      (``pktmbuf_free_bulk_staged``), the algorithm the run-grouped free replaces;
+    * one at a time: ``ref_stack``, the memory operations of a cache-hit alloc + free (a stack
+      pop/push with its length in memory, a 16-bit store into a 128-byte record per object)
+      in plain Numba -- no pktbuf kernel in it, and made of the same loads and stores, so it
+      scales with a machine's core as the case does.
+
+    Lower is better.  (Raw mempool: ``mempool.RawMempool.track_vs_copy``.)"""
+    params = (list(BURSTS), list(LAYOUTS) + ["roundtrip", "single"])
+    param_names = ["burst", "case"]
+    timeout = 900
+
+    def setup(self, burst, case):
+        if burst < 2 and case in ("grouped", "alternating"):
+            raise NotImplementedError("two pools need a burst of at least 2")
+        self.b = _bench()
+
+    def track_vs_reference(self, burst, case):
+        ref = "ref_stack" if case == "single" else "staged"
+        return self.b.ratio(case, burst, ref)
+
+    track_vs_reference.unit = "ratio"
+
+
+assert "ref_stack" in REFERENCES

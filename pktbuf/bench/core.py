@@ -39,6 +39,7 @@ DROP_US = 20.0          # a timed interval longer than this was preempted
 CHUNK_NS = 4000.0       # whole-loop cases are timed in chunks of about this long
 NEVER = 1 << 62         # a drop threshold no interval reaches
 UNITS = 400_000         # units of work per sample
+CAL_ITERS = 512         # units per interval when a loop's iteration time is calibrated
 # PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): one short repetition each
 QUICK = os.environ.get("PKTBUF_BENCH_QUICK", "") not in ("", "0")
 QUICK_UNITS = 20_000
@@ -235,6 +236,71 @@ def raw_mempool(dom, pid, lcore, n, nchunks, chunk, drop_cyc):
     return acc, kept, dropped
 
 
+@njit(cache=True, nogil=True)
+def ref_copy(cache, o, n, nchunks, chunk, drop_cyc):
+    """Reference of the raw mempool case (asv ratios): the handle copies of a cache hit of
+    ``get`` + ``put`` of n -- n int32 out of a stack in reverse, n back -- in plain Numba, timed
+    as ``roundtrip``.  No pktbuf kernel is in it, so a ratio to it moves only with pktbuf (it is
+    a yardstick, not a cost split: LLVM vectorises the two loops differently)."""
+    acc = np.uint64(0)
+    kept = 0
+    dropped = 0
+    top = cache.size - 1
+    for _ in range(nchunks):
+        t0 = tsc_begin()
+        for _ in range(chunk):
+            for i in range(n):
+                o[i] = cache[top - i]
+            base = cache.size - n
+            for i in range(n):
+                cache[base + i] = o[i]
+        t1 = tsc_end()
+        d = t1 - t0
+        if d < drop_cyc:
+            acc += d
+            kept += 1
+        else:
+            dropped += 1
+    return acc, kept, dropped
+
+
+@njit(cache=True, nogil=True)
+def ref_stack(stack, table, m, n, nchunks, chunk, drop_cyc):
+    """Reference of the one-at-a-time case: per object, a pop from a stack whose length lives
+    in memory plus a 16-bit store into a 128-byte record, then the reverse -- the memory
+    operations of a cache-hit alloc + free, without pktbuf.  Timed as ``single``."""
+    acc = np.uint64(0)
+    kept = 0
+    dropped = 0
+    for _ in range(nchunks):
+        t0 = tsc_begin()
+        for _ in range(chunk):
+            for j in range(n):
+                ln = stack[0] - 1
+                h = stack[1 + ln]
+                stack[0] = ln
+                table[h * 64] = 1
+                m[j] = h
+            for j in range(n):
+                h = m[j]
+                table[h * 64] = 0
+                ln = stack[0]
+                stack[1 + ln] = h
+                stack[0] = ln + 1
+        t1 = tsc_end()
+        d = t1 - t0
+        if d < drop_cyc:
+            acc += d
+            kept += 1
+        else:
+            dropped += 1
+    return acc, kept, dropped
+
+
+REFERENCES = {"ref_copy": "handle copies of a cache get + put, alone (no pktbuf)",
+              "ref_stack": "a stack pop/push + a 16-bit record store per object (no pktbuf)"}
+
+
 def loop_iters(case: str, burst: int, units: int) -> int:
     """Iterations of a ``case`` loop for about ``units`` units (free_bulk-alone cases do a
     quarter as many: the untimed allocation between the calls costs about as much again)."""
@@ -278,10 +344,18 @@ class CoreBench:
         self.drop_cyc = int(DROP_US * 1e-6 * self.hz)
         self.lcore = 0
         self._chunks = {}
+        self._ref_cache = np.arange(2 * MAX_BURST, dtype=np.int32)
+        self._ref_out = np.empty(MAX_BURST, np.int32)
+        self._ref_stack = np.zeros(1 + MAX_BURST, np.int32)
+        self._ref_stack[0] = MAX_BURST
+        self._ref_stack[1:] = np.arange(MAX_BURST, dtype=np.int32)
+        self._ref_table = np.zeros(MAX_BURST * 64, np.int16)
         for n in (1, 32):          # compile (or load) every loop before anything is timed
             for c in CASES:
                 for staged in (False, True) if c.staged else (False,):
                     self._loop(c.name, n, staged, 1, 1, NEVER)
+            for r in REFERENCES:
+                self._loop(r, n, False, 1, 1, NEVER)
         self.pair_cyc = pair_overhead_cycles()
 
     def _loop(self, case, n, staged, nchunks, chunk, drop_cyc):
@@ -293,6 +367,11 @@ class CoreBench:
             return roundtrip(d, a, lc, n, nchunks, chunk, staged, drop)
         if case == "single":
             return single(d, a, lc, n, nchunks, chunk, drop)
+        if case == "ref_copy":
+            return ref_copy(self._ref_cache, self._ref_out, n, nchunks, chunk, drop)
+        if case == "ref_stack":
+            return ref_stack(self._ref_stack, self._ref_table, self._ref_out, n, nchunks,
+                             chunk, drop)
         return raw_mempool(d, self.raw.id, lc, n, nchunks, chunk, drop)
 
     def _chunking(self, case: str, burst: int) -> tuple[int, int]:
@@ -302,17 +381,28 @@ class CoreBench:
         key = (case, burst)
         if key not in self._chunks:
             best = None
+            # CAL_ITERS iterations per interval: one iteration of a fast loop (a raw get + put
+            # of 32 is ~10 ns) is within the jitter of the fenced pair subtracted from it, and
+            # a calibration of ~0 cycles would make chunks far longer than the drop threshold
+            cal = max(1, CAL_ITERS // max(burst, 1))
             for _ in range(5):
-                acc, kept, _ = self._loop(case, burst, False, 8, 1, NEVER)
+                acc, kept, _ = self._loop(case, burst, False, 8, cal, NEVER)
                 if kept <= 0:
                     raise BenchError(f"{case}: pool ran dry")
-                per = max((float(acc) - kept * self.pair_cyc) / kept, 1.0)
+                per = max((float(acc) - kept * self.pair_cyc) / (kept * cal), 1.0)
                 best = per if best is None else min(best, per)
             self._chunks[key] = chunking(best, self.hz)
         return self._chunks[key]
 
     def timing(self, case: str, burst: int, units: int = UNITS) -> Timing:
-        """How ``case`` at ``burst`` is timed for a sample of about ``units`` units."""
+        """How ``case`` at ``burst`` is timed for a sample of about ``units`` units (a case of
+        :data:`CASES` or a reference of :data:`REFERENCES`)."""
+        if case in REFERENCES:
+            if not 1 <= burst <= MAX_BURST:
+                raise ValueError(f"{case}: burst {burst} outside 1..{MAX_BURST}")
+            iters = loop_iters(case, burst, self.effective_units(units))
+            chunk, drop = self._chunking(case, burst)
+            return Timing(chunk, max(1, iters // chunk), drop)
         c = CASE.get(case)
         if c is None:
             raise ValueError(f"unknown case {case!r}")
@@ -352,6 +442,26 @@ class CoreBench:
             reps = 1
         vals = sorted(self.run(case, burst, staged, units) for _ in range(reps))
         return vals[len(vals) // 2]
+
+    def ratio(self, case: str, burst: int, reference: str, reps: int = 7,
+              units: int = UNITS) -> float:
+        """pktbuf's time for ``case`` over a pktbuf-only reference timed in the same process
+        moments apart (samples interleaved, median over median): ``reference`` is ``"staged"``
+        (the same case with DPDK's staged free algorithm) or a name of :data:`REFERENCES`.
+        Both sides run on the same machine in the same minute, so the ratio cancels the
+        machine's speed; a rise means pktbuf got slower (what ``asv publish`` flags)."""
+        if QUICK:
+            reps = 1
+        mine, ref = [], []
+        for k in range(reps):
+            pair = [lambda: mine.append(self.run(case, burst, False, units)),
+                    lambda: ref.append(self.run(case, burst, True, units) if reference == "staged"
+                                       else self.run(reference, burst, False, units))]
+            for f in (pair if k % 2 == 0 else pair[::-1]):
+                f()
+        mine.sort()
+        ref.sort()
+        return mine[len(mine) // 2] / ref[len(ref) // 2]
 
     def audit(self) -> None:
         """Every pool audits clean and holds all of its mbufs again (raises BenchError)."""

@@ -52,6 +52,40 @@ def _dpdk_text(doc) -> str:
     return "No DPDK column: the run was made without `--dpdk`."
 
 
+# ratios tracked beside the headline ones (the cases of pktbuf's own performance targets)
+MORE_RATIOS = (("single", 256, "one at a time, 256 held"), ("chain2", 32, "2-segment chains 32"))
+
+
+def _more_ratios(doc: dict) -> str:
+    by = {(r["case"], r["burst"]): r for r in doc["rows"]}
+    got = [(label, by[(c, b)]["ratio"]) for c, b, label in MORE_RATIOS
+           if (c, b) in by and by[(c, b)].get("ratio") is not None]
+    if not got:
+        return ""
+    return "  Also: " + "; ".join(f"{label} **{_f(v)}**" for label, v in got) + "."
+
+
+def _span(fig) -> str:
+    s = (fig or {}).get("samples") or []
+    if not s or not fig.get("median"):
+        return "—"
+    return f"{min(s):.2f}–{max(s):.2f} ({(max(s) - min(s)) / fig['median']:.0%})"
+
+
+def _spread_rows(doc: dict, ok: bool) -> list:
+    if not doc["rows"] or not any((r.get("pktbuf") or {}).get("samples") for r in doc["rows"]):
+        return []
+    cols = ["case", "burst", "pktbuf samples", "staged samples"] + (["DPDK samples"] if ok else [])
+    out = ["| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+    for r in doc["rows"]:
+        cells = [r["label"].strip(), str(r["burst"]), _span(r.get("pktbuf")),
+                 _span(r.get("pktbuf_staged"))]
+        if ok:
+            cells.append(_span(r.get("dpdk")))
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
 def render_core(doc: dict) -> str:
     m = doc["method"]
     ok = doc["dpdk"]["status"] == "ok"
@@ -66,7 +100,8 @@ def render_core(doc: dict) -> str:
         out.append("pktbuf's time over DPDK's for the same work (below 1.00 pktbuf is faster); "
                    "one at a time with 32 outstanding.  In ns: "
                    + "; ".join(f"{t['case']} {t['burst']}: {_f(t['pktbuf'])} vs {_f(t['dpdk'])}"
-                               for t in targets) + ".")
+                               for t in targets) + "."
+                   + _more_ratios(doc))
     else:
         out.append("No ratios: this run has no DPDK figures.")
     out += ["", _dpdk_text(doc), ""]
@@ -94,10 +129,18 @@ def render_core(doc: dict) -> str:
             drops += " / " + (str(dp.get("dropped", 0)) if dp else "—")
         cells += [drops, r["unit"]]
         out.append("| " + " | ".join(cells) + " |")
+    spread = _spread_rows(doc, ok)
+    if spread:
+        out += ["", ("Spread of the samples behind each median: lowest and highest sample, and "
+                     "(highest - lowest) / median."), ""]
+        out += spread
     if doc.get("extras"):
         out += ["", "| startup and facade | value | unit | target |", "|---|---:|---|---|"]
         for e in doc["extras"]:
             out.append(f"| {e['name']} | {_f(e['value'])} | {e['unit']} | {e.get('target') or ''} |")
+            if e.get("floor") is not None:
+                out.append(f"| floor of that pair: two empty compiled calls, same arguments | "
+                           f"{_f(e['floor'])} | {e['unit']} | |")
     pc = m.get("tsc_pair_cyc") or {}
     out += ["", f"TSC {m['tsc_hz'] / 1e9:.3f} GHz; an empty fenced pair costs {pc.get('pktbuf')} "
             f"cycles in pktbuf's loops" + (f" and {pc['dpdk']} in DPDK's" if pc.get("dpdk") else "")

@@ -11,11 +11,11 @@ import numpy as np
 
 from ..._jit import kernel
 from .fastcall import FastCall
-from ...errors import E_ALREADY, E_BADF
-from ..mbuf.check import (free_check_scratch_size, mbuf_check, mbuf_handle_valid,
-                          pktmbuf_free_check)
+from ...errors import E_ALREADY, E_BADF, E_FAULT
+from ..mbuf.check import (CHK_OK, check_seg, free_check_scratch_size, mbuf_check,
+                          mbuf_handle_valid, pktmbuf_free_check)
 from ..mbuf.free import pktmbuf_free_bulk, pktmbuf_free_bulk_staged, pktmbuf_free_seg
-from ..mbuf.layout import NULL
+from ..mbuf.layout import F_NOT_DIRECT, NULL
 from ..mempool.layout import OBJ_ALLOC, OBJ_FREE
 from ..mbuf.raw import mbuf_raw_alloc_bulk, pktmbuf_alloc, pktmbuf_alloc_bulk
 from ..mempool.kernels import (mempool_audit, mempool_avail_count, mempool_generic_get,
@@ -34,10 +34,78 @@ def py_alloc(dom, pid, lcore):
     return pktmbuf_alloc(dom, pid, lcore)
 
 
+# a descriptor's state while the facade's check has seen it in this call (never outside one)
+_OBJ_SEEN = 0xA111
+
+
+@kernel
+def _free_check_simple(dom, mbufs, n):
+    """``pktmbuf_free_check`` in O(n) for the common array: every entry NULL or an allocated,
+    direct, single-segment mbuf that passes its segment check, held once by the application
+    (``refcnt == 1``, no clone attached) and listed once.
+
+    Returns 1 when the array is such an array (the free is legal), the code the full check
+    would return for the first entry that fails (``E_BADF``, ``E_ALREADY``, ``E_FAULT``), or 0
+    when some entry needs the full check (a chain, a shared or indirect mbuf, a handle listed
+    twice, a bad ``n``).  Duplicates are found by marking each mbuf seen (``_OBJ_SEEN``) and
+    meeting the mark again, instead of sorting; every mark is undone before returning, so the
+    domain is as it was whatever the result."""
+    if n < 0 or n > mbufs.size:
+        return 0
+    mb = dom.mb
+    rc = 1
+    k = 0
+    while k < n:
+        h = np.int64(mbufs[k])
+        if h != NULL:
+            if not mbuf_handle_valid(dom, h):
+                rc = E_BADF
+                break
+            m = mb[h]
+            st = m.state
+            if st != OBJ_ALLOC:
+                rc = 0 if st == _OBJ_SEEN else E_ALREADY
+                break
+            if (m.next != NULL or m.refcnt != 1 or m.nb_indirect != 0
+                    or (m.ol_flags & F_NOT_DIRECT) != 0):
+                rc = 0
+                break
+            if check_seg(dom, h) != CHK_OK:
+                rc = E_FAULT
+                break
+            m.state = _OBJ_SEEN
+        k += 1
+    for j in range(k):
+        h = np.int64(mbufs[j])
+        if h != NULL:
+            mb[h].state = OBJ_ALLOC
+    return rc
+
+
+FREE_NEEDS_CHECK = 1     # py_free_bulk_simple: nothing done, call py_free_bulk (full check)
+
+
+@kernel
+def py_free_bulk_simple(dom, lcore, mbufs, n):
+    """The facade's usual free: the array validated in O(n) (``_free_check_simple``), then
+    freed -- one compiled call, no scratch.  Returns 0, a negative code (nothing freed), or
+    ``FREE_NEEDS_CHECK`` (nothing done) when the array needs the full check of
+    ``py_free_bulk``."""
+    rc = _free_check_simple(dom, mbufs, n)
+    if rc == 0:
+        return FREE_NEEDS_CHECK
+    if rc < 0:
+        return rc
+    return pktmbuf_free_bulk(dom, lcore, mbufs, n)
+
+
 @kernel
 def py_free_bulk(dom, lcore, mbufs, n, scratch):
-    """Validate the whole array first (dry run), then free: all or nothing."""
-    rc = pktmbuf_free_check(dom, mbufs, n, scratch)
+    """Validate the whole array first (dry run), then free: all or nothing.  The common array
+    is validated in O(n) (``_free_check_simple``), anything else by the full check."""
+    rc = _free_check_simple(dom, mbufs, n)
+    if rc == 0:
+        rc = pktmbuf_free_check(dom, mbufs, n, scratch)
     if rc < 0:
         return rc
     return pktmbuf_free_bulk(dom, lcore, mbufs, n)
@@ -137,11 +205,21 @@ def py_audit(dom, pid, seen):
     return mempool_audit(dom, pid, seen)
 
 
-# fixed-type call sites of the facade go through these (see _fastcall.py)
+@kernel
+def py_floor(dom, lcore, objs, n):
+    """Nothing, with the argument shape of the facade's bulk calls (a block, ints, an int32
+    array): the per-call floor of a facade call, against which ``pktbuf bench core`` and asv
+    report the facade's alloc_bulk + free_bulk."""
+    return 0
+
+
+# fixed-type call sites of the facade go through these (see fastcall.py)
 fast_alloc_bulk = FastCall(py_alloc_bulk)
 fast_alloc = FastCall(py_alloc)
 fast_free_bulk = FastCall(py_free_bulk)
+fast_free_bulk_simple = FastCall(py_free_bulk_simple)
 fast_free_bulk_staged = FastCall(py_free_bulk_staged)
 fast_get_bulk = FastCall(py_get_bulk)
 fast_put_bulk = FastCall(py_put_bulk)
 fast_mbuf_status = FastCall(py_mbuf_status)
+fast_floor = FastCall(py_floor)

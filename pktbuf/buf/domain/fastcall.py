@@ -19,6 +19,10 @@ class FastCall:
 
     __slots__ = ("disp", "entry")
 
+    # ``entry`` is public: the hottest facade call sites call ``(fc.entry or fc)(...)``, which
+    # skips this method's own frame once the entry point is known (a Python call and an
+    # argument tuple fewer, about 0.1 us)
+
     def __init__(self, dispatcher):
         self.disp = dispatcher
         self.entry = None

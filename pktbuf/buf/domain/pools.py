@@ -5,7 +5,7 @@ import numpy as np
 
 from ...errors import (E_ALREADY, E_BADF, Busy, InvalidArgument, OutOfMemory, PoolExhausted,
                        check_count, check_flag, error_for, raise_for)
-from ...lcore import check_lcore
+from ...lcore import check_lcore, facade_lcore
 from ..mbuf import raw as RAW
 from ..mbuf.layout import DEFAULT_BUF_SIZE, F_INDIRECT, HEADROOM, NULL, PRIV_ALIGN
 from ..mempool.layout import OBJ_ALLOC
@@ -21,6 +21,7 @@ from .mbuf import Mbuf
 __all__ = ["Mempool", "PktmbufPool"]
 
 _CACHE_LINE = 64
+_I32 = np.dtype(np.int32)
 DEFAULT_CACHE_SIZE = 256   # PktmbufPool's cache when none is given (clamped to small pools)
 
 
@@ -105,6 +106,7 @@ class Mempool:
         if self._is_mbuf:
             RAW.pktmbuf_pool_init(st, self.id)
         self._args = self.domain._args
+        self._state = self.domain.state
         self._closed = False
 
     @classmethod
@@ -128,6 +130,7 @@ class Mempool:
             self.headroom = int(p["headroom"])
             self.priv_size = int(p["priv_size"])
         self._args = domain._args
+        self._state = domain.state
         self._adopted = True
         self._closed = False
         domain._pools[pid] = self
@@ -387,10 +390,24 @@ class PktmbufPool(Mempool):
         ``out`` (an int32 array of at least ``n``) avoids allocating the result array;
         ``raw=True`` skips the per-packet reset (``rte_mbuf_raw_alloc_bulk``).
         """
-        self._check_open()
-        n, out = self._count_out(n, out, "mbufs")
-        raw = check_flag(raw, "raw")
-        rc = E.fast_alloc_bulk(*self._args, self.id, self._lcore(lcore), out, n, raw)
+        # the usual call -- an int count the pool can hold, the thread's lcore, a plain int32
+        # result array or none -- is checked here in a few O(1) tests; anything else takes
+        # the general argument checks below (which raise)
+        if (type(n) is int and 0 <= n <= self.n and lcore is None and not self._closed
+                and (raw is False or raw is True)
+                and (out is None or (type(out) is np.ndarray and out.dtype is _I32
+                                     and out.ndim == 1 and out.size >= n
+                                     and out.flags.carray))):
+            if out is None:
+                out = np.empty(n, np.int32)
+            lc = facade_lcore()
+        else:
+            self._check_open()
+            n, out = self._count_out(n, out, "mbufs")
+            raw = check_flag(raw, "raw")
+            lc = self._lcore(lcore)
+        fc = E.fast_alloc_bulk
+        rc = (fc.entry or fc)(self._state, self.id, lc, out, n, raw)   # see FastCall.entry
         if rc < 0:
             raise PoolExhausted(f"pool {self.name!r}: fewer than {n} mbufs available", rc)
         return out[:n] if out.size != n else out

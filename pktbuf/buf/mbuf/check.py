@@ -67,8 +67,8 @@ def mbuf_handle_valid(dom, h):
 
 
 @kernel
-def _check_seg(dom, h):
-    """The per-segment rules of rte_mbuf_check (pool, buffer, refcnt)."""
+def check_seg(dom, h):
+    """The per-segment rules of rte_mbuf_check (pool, buffer, refcnt): 0 or a ``CHK_*``."""
     if h == NULL:
         return CHK_NULL
     if h < 0 or h >= dom.mb.size:
@@ -100,7 +100,7 @@ def mbuf_check(dom, h, is_header):
     inside its buffer, the number of segments equal to ``nb_segs``, and ``pkt_len`` equal to the
     sum of ``data_len``.  Allocated state is checked too (an mbuf in its pool is no packet).
     """
-    rc = _check_seg(dom, h)
+    rc = check_seg(dom, h)
     if rc != CHK_OK:
         return rc
     if not is_header:
@@ -118,7 +118,7 @@ def mbuf_check(dom, h, is_header):
     while seg != NULL:
         if count >= MAX_SEGS:
             return CHK_LOOP
-        rc = _check_seg(dom, seg)
+        rc = check_seg(dom, seg)
         if rc != CHK_OK:
             return rc
         s = dom.mb[seg]
@@ -141,7 +141,7 @@ def mbuf_check(dom, h, is_header):
 @kernel
 def mbuf_raw_check(dom, h):
     """``rte_mbuf_raw_check``: ``mbuf_check`` of one segment plus the in-pool invariants."""
-    rc = _check_seg(dom, h)
+    rc = check_seg(dom, h)
     if rc != CHK_OK:
         return rc
     m = dom.mb[h]
@@ -231,7 +231,7 @@ def pktmbuf_free_check(dom, mbufs, n, scratch):
                 return E_FAULT
             if dom.mb[seg].state != OBJ_ALLOC:
                 return E_ALREADY
-            if _check_seg(dom, seg) != CHK_OK:
+            if check_seg(dom, seg) != CHK_OK:
                 return E_FAULT
             cnt += 1
             if cnt > MAX_SEGS:

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
+from ..._jit import always_inline, kernel, never_inline
 from ...atomics import field_fetch_add
 from ...errors import E_INVAL, E_NOMEM
-from ..mempool.kernels import mempool_generic_put
+from ..mempool.kernels import mempool_generic_put, mempool_put
 from ..mempool.layout import OBJ_FREE
 from ...rawmem import stack_i32
 from .check import pktmbuf_free_check
@@ -42,6 +42,7 @@ from .layout import F_NOT_DIRECT, NULL
 from .raw import debug_enabled, mbuf_raw_free
 
 FREE_PENDING_SZ = 64   # RTE_PKTMBUF_FREE_PENDING_SZ
+_U = np.uint64
 DEBUG_SCRATCH = 2048   # debug-mode double-free detection covers 2048 segments per call
 
 
@@ -53,6 +54,7 @@ def _debug_free_check(dom, mbufs, n):
     return 0 if rc == E_NOMEM else rc
 
 
+@always_inline
 @kernel
 def pktmbuf_prefree_seg(dom, lcore, h):
     """``rte_pktmbuf_prefree_seg``: drop one reference on segment ``h``.
@@ -84,10 +86,11 @@ def pktmbuf_free_seg(dom, lcore, h):
         mbuf_raw_free(dom, lcore, h)
 
 
+@never_inline
 @kernel
-def pktmbuf_free(dom, lcore, h):
-    """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed.  Returns 0,
-    or with the debug switch on a negative code (nothing freed) if the free is not legal."""
+def _free_slow(dom, lcore, h):
+    """``pktmbuf_free`` of anything but one direct segment freed by this call, or any packet
+    with the debug switch on: the dry run, then every segment through prefree."""
     if debug_enabled(dom):
         one = stack_i32(1)
         one[0] = h
@@ -100,6 +103,34 @@ def pktmbuf_free(dom, lcore, h):
         pktmbuf_free_seg(dom, lcore, seg)
         seg = nxt
     return 0
+
+
+@always_inline
+@kernel
+def pktmbuf_free(dom, lcore, h):
+    """``rte_pktmbuf_free``: free every segment of packet ``h``; NULL is allowed.  Returns 0,
+    or with the debug switch on a negative code (nothing freed) if the free is not legal.
+
+    The common packet -- one direct segment, last reference, debug off -- is freed inline
+    (prefree would write nothing: mark it free and push it on the lcore cache); everything
+    else is the out-of-line ``_free_slow``."""
+    if h >= 0 and not debug_enabled(dom):
+        m = dom.mb[_U(h)]
+        if (m.next == NULL and m.refcnt == 1 and (m.ol_flags & F_NOT_DIRECT) == 0
+                and m.nb_segs == 1):
+            m.state = OBJ_FREE
+            mempool_put(dom, np.int64(m.pool), np.int64(lcore), np.int64(h))
+            return 0
+    if h == NULL:
+        return 0
+    return _free_slow(dom, lcore, h)
+
+
+@kernel
+def _prefree_call(dom, lcore, h):
+    """``pktmbuf_prefree_seg`` as a call, for the run loop's rare entries (shared, indirect): the
+    inlined prefree would take registers from the run loop, which would then spill its own."""
+    return pktmbuf_prefree_seg(dom, lcore, h)
 
 
 @kernel
@@ -170,21 +201,26 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
     if rc < 0:
         return rc
     mb = dom.mb
-    i = 0
-    while i < n:
+    un = _U(n)
+    i = _U(0)
+    seen = False
+    while i < un:
         h = np.int64(mbufs[i])
         if h == NULL:
-            i += 1
+            i += _U(1)
             continue
         m = mb[h]
-        if m.next != NULL:
+        if seen:
+            # the run before ended here at a change of pool only: this mbuf was checked there
+            seen = False
+        elif m.next != NULL:
             # the first chained packet: DPDK's staged walk does the rest
-            _staged(dom, lcore, mbufs, i, n)
+            _staged(dom, lcore, mbufs, np.int64(i), n)
             return 0
-        if m.refcnt != 1 or (m.ol_flags & F_NOT_DIRECT) != 0 or m.nb_segs != 1:
+        elif m.refcnt != 1 or (m.ol_flags & F_NOT_DIRECT) != 0 or m.nb_segs != 1:
             # shared, indirect or with a stale nb_segs: the general per-segment path
-            if pktmbuf_prefree_seg(dom, lcore, h) == NULL:
-                i += 1              # still referenced elsewhere: not ours to free
+            if _prefree_call(dom, lcore, h) == NULL:
+                i += _U(1)          # still referenced elsewhere: not ours to free
                 continue
         # mbuf i is freeable: it starts a run of its pool.  The inner loop is the common
         # case -- sole owners of direct single segments of the same pool -- and does nothing
@@ -192,18 +228,26 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         pool = np.int64(m.pool)
         m.state = OBJ_FREE
         start = i
-        i += 1
-        end = min(n, start + FREE_PENDING_SZ)
+        i += _U(1)
+        end = min(un, start + _U(FREE_PENDING_SZ))
         while i < end:
             h2 = mbufs[i]
             if h2 < 0:
                 break
-            m2 = mb[np.uint64(h2)]
+            m2 = mb[_U(h2)]
             if (m2.next != NULL or m2.refcnt != 1 or (m2.ol_flags & F_NOT_DIRECT) != 0
-                    or m2.nb_segs != 1 or np.int64(m2.pool) != pool):
+                    or m2.nb_segs != 1):
+                break
+            if np.int64(m2.pool) != pool:
+                seen = True         # freeable, of another pool: it starts the next run
                 break
             m2.state = OBJ_FREE
-            i += 1
-        mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start),
-                            np.int64(i - start))
+            i += _U(1)
+        if i - start == _U(1):
+            # a run of one (pools alternating, a NULL or a shared mbuf next to it): the
+            # one-object put, which is the same operation as a bulk put of 1
+            mempool_put(dom, pool, np.int64(lcore), h)
+        else:
+            mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start),
+                                np.int64(i - start))
     return 0

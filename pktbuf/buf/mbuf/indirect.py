@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
+from ..._jit import kernel, never_inline
 from ...atomics import field_fetch_add, field_load_acquire
 from ...errors import E_INVAL, E_NOENT
 from .layout import F_INDIRECT, F_NOT_DIRECT, NULL
@@ -105,6 +105,7 @@ def _free_direct(dom, lcore, md):
         mbuf_raw_free(dom, lcore, md)
 
 
+@never_inline
 @kernel
 def pktmbuf_detach(dom, lcore, h):
     """``rte_pktmbuf_detach``: give an indirect mbuf its own buffer back.

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
-from ...rawmem import stack_i32
-from ..mempool.kernels import mempool_generic_get, mempool_generic_put
+from ..._jit import always_inline, kernel
+from ..mempool.kernels import (mempool_generic_get, mempool_generic_put, mempool_get,
+                               mempool_put)
 from ...errors import E_INVAL
 from ..mempool.layout import CFG_DEBUG, OBJ_ALLOC, OBJ_FREE
 from .layout import NULL, PORT_INVALID
+
+_U = np.uint64
 
 
 @kernel
@@ -59,21 +61,18 @@ def mbuf_raw_alloc_bulk(dom, pid, lcore, mbufs, n):
     if rc < 0:
         return rc
     mb = dom.mb
-    for i in range(n):
-        mb[mbufs[i]].state = OBJ_ALLOC
+    for i in range(_U(n)):
+        mb[_U(mbufs[i])].state = OBJ_ALLOC
     return 0
 
 
 @kernel
 def mbuf_raw_alloc(dom, pid, lcore):
     """``rte_mbuf_raw_alloc``: one mbuf handle, or -ENOENT (-2)."""
-    one = stack_i32(1)
-    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
-    if rc < 0:
-        return np.int64(rc)
-    h = one[0]
-    dom.mb[h].state = OBJ_ALLOC
-    return np.int64(h)
+    h = mempool_get(dom, np.int64(pid), np.int64(lcore))
+    if h >= 0:
+        dom.mb[_U(h)].state = OBJ_ALLOC
+    return h
 
 
 @kernel
@@ -81,9 +80,7 @@ def mbuf_raw_free(dom, lcore, h):
     """``rte_mbuf_raw_free``: return one mbuf that is already in the in-pool state."""
     m = dom.mb[h]
     m.state = OBJ_FREE
-    one = stack_i32(1)
-    one[0] = h
-    mempool_generic_put(dom, np.int64(m.pool), np.int64(lcore), one, np.int64(0), np.int64(1))
+    mempool_put(dom, np.int64(m.pool), np.int64(lcore), h)
 
 
 @kernel
@@ -147,16 +144,21 @@ def pktmbuf_alloc_bulk(dom, pid, lcore, mbufs, n):
         return rc
     headroom = dom.pools[pid].headroom
     mb = dom.mb
-    for i in range(n):
-        mb[mbufs[i]].state = OBJ_ALLOC
-        pktmbuf_raw_reset(dom, mbufs[i], headroom)
+    for i in range(_U(n)):
+        h = _U(mbufs[i])
+        mb[h].state = OBJ_ALLOC
+        pktmbuf_raw_reset(dom, h, headroom)
     return 0
 
 
+@always_inline
 @kernel
 def pktmbuf_alloc(dom, pid, lcore):
-    """``rte_pktmbuf_alloc``: one reset mbuf handle, or -ENOENT (-2)."""
+    """``rte_pktmbuf_alloc``: one reset mbuf handle, or -ENOENT (-2).
+
+    ``rte_pktmbuf_reset`` also sets ``next`` and ``nb_segs``; an mbuf just taken from its pool
+    has them already (the in-pool invariants), so only the per-packet fields are written."""
     h = mbuf_raw_alloc(dom, pid, lcore)
     if h >= 0:
-        pktmbuf_reset(dom, h)
+        pktmbuf_raw_reset(dom, _U(h), dom.pools[_U(pid)].headroom)
     return h

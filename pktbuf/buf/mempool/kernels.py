@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
+from ..._jit import always_inline, kernel, never_inline
 from ...rawmem import stack_i32
 from ...atomics import fetch_add
 from ...errors import E_BADF, E_INVAL, E_NOENT
@@ -56,6 +56,16 @@ def _stat_add(dom, pid, row, k, v):
         fetch_add(dom.stats, _stat_idx(pid, row, k), v)   # shared by every cacheless caller
     else:
         dom.stats[_stat_idx(pid, row, k)] += v
+
+
+@kernel
+def _stat_fast(dom, pid, lcore, k, n):
+    """The two counters of a cache hit, words ``k`` (calls) and ``k + 1`` (objects) of the
+    lcore's row: ``STAT_PUT_BULK``/``STAT_PUT_OBJS`` or ``STAT_GET_SUCCESS_BULK``/``_OBJS``.
+    Two adds on one cache line of the caller's own row (no atomics)."""
+    i = _stat_idx(pid, lcore, k)
+    dom.stats[i] += 1
+    dom.stats[i + _U(1)] += n
 
 
 @kernel
@@ -89,6 +99,7 @@ def _ring_get(dom, pid, objs, start, n):
                            np.int64(RING_QUEUE_FIXED), (p.flags & POOL_F_SC_GET) != 0)
 
 
+@never_inline
 @kernel
 def _put_slow(dom, pid, lcore, objs, start, n):
     """``mempool_generic_put`` when its fast path (the objects fit in the cache) does not
@@ -142,6 +153,7 @@ def _put_slow(dom, pid, lcore, objs, start, n):
     return 0
 
 
+@never_inline
 @kernel
 def _get_slow(dom, pid, lcore, objs, start, n):
     """``mempool_generic_get`` when its fast path (a cache hit) does not apply: take exactly
@@ -206,16 +218,20 @@ def _get_slow(dom, pid, lcore, objs, start, n):
     return 0
 
 
+@always_inline
 @kernel
 def mempool_generic_put(dom, pid, lcore, objs, start, n):
     """Put ``objs[start:start+n]`` back into pool ``pid``; returns 0 (see ``_put_slow``).
 
-    The fast path -- the objects fit in this lcore's cache -- is small, so LLVM inlines it into
-    the kernels that call it; everything else (flush, bypass, no cache, bad range) is the
-    out-of-line ``_put_slow``.
+    The fast path -- the objects fit in this lcore's cache -- is inlined into every caller
+    (:func:`always_inline`); everything else (flush, bypass, no cache, bad range) is the
+    out-of-line ``_put_slow``.  The range test is one unsigned comparison per bound (a negative
+    ``lcore``, ``start`` or ``n`` is a huge unsigned value), and folds away where the caller's
+    constants decide it (``start == 0``).
     """
-    if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
-        size = np.int64(dom.pools[pid].cache_size)
+    if (_U(lcore) < _U(MAX_LCORE) and _U(start) <= _U(objs.size)
+            and _U(n) - _U(1) < _U(objs.size) - _U(start)):
+        size = np.int64(dom.pools[_U(pid)].cache_size)
         slot = _cache_slot(pid, lcore)
         li = slot * _U(CACHE_LINE_WORDS)
         clen = np.int64(dom.cache_len[li])
@@ -226,21 +242,22 @@ def mempool_generic_put(dom, pid, lcore, objs, start, n):
             for i in range(_U(n)):
                 cache[dst + i] = objs[src + i]
             dom.cache_len[li] = clen + n
-            dom.stats[_stat_idx(pid, lcore, STAT_PUT_BULK)] += 1
-            dom.stats[_stat_idx(pid, lcore, STAT_PUT_OBJS)] += n
+            _stat_fast(dom, pid, lcore, STAT_PUT_BULK, n)
             return 0
     return _put_slow(dom, pid, lcore, objs, start, n)
 
 
+@always_inline
 @kernel
 def mempool_generic_get(dom, pid, lcore, objs, start, n):
     """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]`` (see ``_get_slow``).
 
-    Fast path, small enough for LLVM to inline: this lcore's cache holds ``n`` -- pop them,
-    hottest first (the cache is a stack, copied out in reverse).  Refill and the ring are out of
-    line.
+    Fast path, inlined into every caller (:func:`always_inline`): this lcore's cache holds
+    ``n`` -- pop them, hottest first (the cache is a stack, copied out in reverse).  Refill and
+    the ring are out of line.  Range tests as in ``mempool_generic_put``.
     """
-    if lcore >= 0 and lcore < MAX_LCORE and n > 0 and start >= 0 and start + n <= objs.size:
+    if (_U(lcore) < _U(MAX_LCORE) and _U(start) <= _U(objs.size)
+            and _U(n) - _U(1) < _U(objs.size) - _U(start)):
         slot = _cache_slot(pid, lcore)
         li = slot * _U(CACHE_LINE_WORDS)
         clen = np.int64(dom.cache_len[li])
@@ -251,18 +268,19 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
             for i in range(_U(n)):
                 objs[dst + i] = cache[top - i]
             dom.cache_len[li] = clen - n
-            dom.stats[_stat_idx(pid, lcore, STAT_GET_SUCCESS_BULK)] += 1
-            dom.stats[_stat_idx(pid, lcore, STAT_GET_SUCCESS_OBJS)] += n
+            _stat_fast(dom, pid, lcore, STAT_GET_SUCCESS_BULK, n)
             return 0
     return _get_slow(dom, pid, lcore, objs, start, n)
 
 
+@always_inline
 @kernel
 def mempool_get_bulk(dom, pid, lcore, objs, n):
     """``rte_mempool_get_bulk``: exactly ``n`` objects into ``objs[:n]``; 0 or -ENOENT."""
     return mempool_generic_get(dom, np.int64(pid), np.int64(lcore), objs, np.int64(0), np.int64(n))
 
 
+@always_inline
 @kernel
 def mempool_put_bulk(dom, pid, lcore, objs, n):
     """``rte_mempool_put_bulk``: return ``objs[:n]`` to pool ``pid``; 0 (-EINVAL if ``n`` is
@@ -270,20 +288,57 @@ def mempool_put_bulk(dom, pid, lcore, objs, n):
     return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), objs, np.int64(0), np.int64(n))
 
 
+@never_inline
 @kernel
-def mempool_get(dom, pid, lcore):
-    """One object, or -ENOENT (-2) if the pool is empty."""
+def _get1_slow(dom, pid, lcore):
     one = stack_i32(1)
-    rc = mempool_generic_get(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
+    rc = _get_slow(dom, pid, lcore, one, np.int64(0), np.int64(1))
     return rc if rc < 0 else np.int64(one[0])
 
 
+@never_inline
 @kernel
-def mempool_put(dom, pid, lcore, obj):
-    """Return one object."""
+def _put1_slow(dom, pid, lcore, obj):
     one = stack_i32(1)
     one[0] = obj
-    return mempool_generic_put(dom, np.int64(pid), np.int64(lcore), one, np.int64(0), np.int64(1))
+    return _put_slow(dom, pid, lcore, one, np.int64(0), np.int64(1))
+
+
+@always_inline
+@kernel
+def mempool_get(dom, pid, lcore):
+    """``rte_mempool_get``: one object, or -ENOENT (-2) if the pool is empty.
+
+    The same algorithm as ``mempool_get_bulk(..., 1)``, with the one-object cache hit written
+    out (inlined into the caller: a load, a store and the counters); a miss is the bulk slow
+    path with a one-entry stack array."""
+    if _U(lcore) < _U(MAX_LCORE):
+        slot = _cache_slot(pid, lcore)
+        li = slot * _U(CACHE_LINE_WORDS)
+        clen = np.int64(dom.cache_len[li])
+        if clen > 0:
+            h = dom.cache_objs[slot * _U(CACHE_MAX_SIZE) + _U(clen - 1)]
+            dom.cache_len[li] = clen - 1
+            _stat_fast(dom, pid, lcore, STAT_GET_SUCCESS_BULK, 1)
+            return np.int64(h)
+    return _get1_slow(dom, np.int64(pid), np.int64(lcore))
+
+
+@always_inline
+@kernel
+def mempool_put(dom, pid, lcore, obj):
+    """``rte_mempool_put``: return one object; 0.  ``mempool_put_bulk(..., 1)`` with the
+    one-object cache push written out (inlined), the rest its slow path."""
+    if _U(lcore) < _U(MAX_LCORE):
+        slot = _cache_slot(pid, lcore)
+        li = slot * _U(CACHE_LINE_WORDS)
+        clen = np.int64(dom.cache_len[li])
+        if clen < np.int64(dom.pools[_U(pid)].cache_size):
+            dom.cache_objs[slot * _U(CACHE_MAX_SIZE) + _U(clen)] = obj
+            dom.cache_len[li] = clen + 1
+            _stat_fast(dom, pid, lcore, STAT_PUT_BULK, 1)
+            return 0
+    return _put1_slow(dom, np.int64(pid), np.int64(lcore), obj)
 
 
 @kernel
