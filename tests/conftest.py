@@ -30,8 +30,8 @@ def domain():
 # processes and pinned CPUs; "unit" tests are self-contained (kernels against their models, the
 # facade fuzz, tables, parsers).  Both groups may make namespaces: their names are unique per
 # process (tests/netns.py).
-SYSTEM_DIRS = {"af_packet", "af_xdp", "apps", "bench", "distrib", "memif", "multiproc", "pcap",
-               "telemetry"}
+SYSTEM_DIRS = {"af_packet", "af_xdp", "apps", "bench", "distrib", "l3fwd", "memif", "multiproc",
+               "pcap", "telemetry"}
 SYSTEM_FILES = {"test_docs.py", "test_options.py", "test_examples.py", "test_examples_run.py"}
 # The checked build (PKTBUF_CHECKED=1 NUMBA_BOUNDSCHECK=1) asserts every raw copy against its
 # buffers and every array index inside the kernels.  CI runs it over the tests that drive the

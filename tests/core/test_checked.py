@@ -64,9 +64,11 @@ def test_checked_kernels_are_cached_apart_from_release_ones(tmp_path):
     """Both variants in one cache directory: each process gets the code of its own build."""
     code = """
         import pktbuf
-        from pktbuf._jit import CHECKED, _TAG
+        from pktbuf._jit import CHECKED, _VARIANT, source_tag
+        from pktbuf.buf.mbuf import data
+        tag = "pb" + source_tag(data.__file__) + _VARIANT     # in the mbuf data kernels' files
         p = pktbuf.PktmbufPool(64, 0)
-        m = p.alloc(); m.append_bytes(b"abc"); print(CHECKED, _TAG, m.read(1, 2).tobytes()); m.free()
+        m = p.alloc(); m.append_bytes(b"abc"); print(CHECKED, tag, m.read(1, 2).tobytes()); m.free()
     """
     a = _run(code, tmp_path, PKTBUF_CHECKED="1")
     b = _run(code, tmp_path, PKTBUF_CHECKED="0")
