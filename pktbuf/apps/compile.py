@@ -36,6 +36,8 @@ import sys
 import tempfile
 import time
 
+from ..errors import cli_number
+
 # --------------------------------------------------------------------------------------------
 # the units
 
@@ -337,23 +339,13 @@ def _table(results) -> str:
     return "\n".join(lines)
 
 
-def _jobs(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 1 <= v <= 256:
-        raise argparse.ArgumentTypeError(f"{v} is out of range 1..256")
-    return v
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="pktbuf compile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("targets", nargs="*", metavar="TARGET",
                     help=f"what to compile: {', '.join(TARGETS)} or a unit "
                          f"({', '.join(UNITS)}); default: demo")
-    ap.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+    ap.add_argument("--jobs", "-j", type=cli_number(int, 1, 256), default=None, metavar="N",
                     help="processes at once (default: one per CPU)")
     ap.add_argument("--only", action="store_true",
                     help="the named units alone, not the units they build on")
