@@ -18,7 +18,7 @@ from ...ethdev.burst import kinds_mask
 from ...ethdev.layout import P_KIND
 from ...idle import BUSY_POLL, IDLE_SLEEP_MAX_US
 from .loop import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS,
-                   MAX_BURST, MODES, fwd_loop, tsc_now)
+                   MAX_BURST, MODES, fwd_loop, fwd_loop_entry, tsc_now)
 from ..txonly import MIN_PKT_LEN, udp_headers
 
 SLICE = 0.1          # seconds per call into the loop (Ctrl-C and the stats run between calls)
@@ -97,6 +97,7 @@ class Forwarder:
         self.cnt = np.zeros((MAX_PORTS, F_WORDS), np.int64)
         self.scratch = np.empty(MAX_BURST, np.int32)
         self._kinds = self.kinds
+        self._entry = None
 
     @property
     def idle_backoff(self) -> bool:
@@ -113,19 +114,34 @@ class Forwarder:
     def warm(self, kinds: int | None = None) -> None:
         """Compile (or load) the loop: one call over no streams (``kinds``: for ports of
         other kinds than this forwarder's, to warm the cache for them)."""
-        fwd_loop(self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
-                 self.burst, self.macs, self.peers, self.hdrs, self.txpkts, 0, self.cnt,
-                 self.scratch, self.record_cycles, self.idle_max_us,
-                 self.kinds if kinds is None else kinds)
+        args = (self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
+                self.burst, self.macs, self.peers, self.hdrs, self.txpkts, 0, self.cnt,
+                self.scratch, self.record_cycles, self.idle_max_us)
+        if kinds is None or kinds == self._kinds:
+            self._loop(*args, self._kinds)         # and keep its entry point
+        else:
+            fwd_loop(*args, kinds)
 
     def run_slice(self, seconds: float) -> int:
         """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended, R_PORT_ERROR
         once a queue was stopped by an error (:meth:`failures` says which)."""
-        return int(fwd_loop(self.ports.state, 0, self.pool.id, self.streams,
-                            MODES.index(self.mode), self.burst, self.macs, self.peers,
-                            self.hdrs, self.txpkts, time.monotonic_ns() + int(seconds * 1e9),
-                            self.cnt, self.scratch, self.record_cycles, self.idle_max_us,
-                            self._kinds))
+        return int(self._loop(self.ports.state, 0, self.pool.id, self.streams,
+                              MODES.index(self.mode), self.burst, self.macs, self.peers,
+                              self.hdrs, self.txpkts, time.monotonic_ns() + int(seconds * 1e9),
+                              self.cnt, self.scratch, self.record_cycles, self.idle_max_us,
+                              self._kinds))
+
+    def _loop(self, *args):
+        """``fwd_loop(*args)`` through the entry point compiled for these ports' kinds.  The
+        mask is a compile-time constant (``numba.literally``): a plain dispatcher call would
+        type the arguments, fail on the mask and retry with it as a literal on every call --
+        tens of milliseconds a slice -- so the entry point is resolved once and called
+        directly (its argument types never change here)."""
+        ep = self._entry
+        if ep is not None:
+            return ep(*args)
+        out, self._entry = fwd_loop_entry(*args)   # compiles or loads from the cache
+        return out
 
     def failures(self) -> list[dict]:
         """The errors that stopped a queue of one of the ports (``error`` events)."""

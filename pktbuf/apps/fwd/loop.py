@@ -20,9 +20,9 @@ check costs nothing on the hot path: it runs only when a burst came back empty o
 from __future__ import annotations
 
 import numpy as np
-from numba import literally
+from numba import literally, typeof, types
 
-from ..._jit import kernel
+from ..._jit import _widen, kernel
 from ...atomics import tsc_read
 from ...ethdev.burst import (eth_domain, rx_burst_of, rx_queue_eof, rx_queue_error,
                              tx_burst_of, tx_queue_error)
@@ -171,6 +171,18 @@ def fwd_loop(eth, lcore, pid, streams, mode, burst, macs, peers, hdrs, pkt_len,
             idle = 0
         if now_ns() >= deadline_ns:
             return R_DEADLINE
+
+
+def fwd_loop_entry(*args):
+    """Call ``fwd_loop(*args)`` (compiling or loading it) and return its entry point for these
+    argument types, the port-kind mask as the literal it is compiled for: calling the entry
+    point skips the dispatcher, which would otherwise type the arguments, fail on the mask
+    and retry with it as a literal on every call (tens of milliseconds).  Returns
+    ``(result, entry)``; ``entry`` is None if it cannot be found (call ``fwd_loop``)."""
+    out = fwd_loop(*args)
+    key = tuple(_widen(typeof(a)) for a in args[:-1]) + (types.literal(int(args[-1])),)
+    ov = fwd_loop.overloads.get(key)
+    return out, (ov.entry_point if ov is not None else None)
 
 
 @kernel
