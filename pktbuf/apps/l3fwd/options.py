@@ -29,6 +29,8 @@ import argparse
 import re
 from dataclasses import dataclass, field
 
+from ...errors import cli_number
+
 __all__ = ["Options", "UsageError", "parse", "parse_portmask", "parse_config",
            "parse_eth_dest", "parse_mac"]
 
@@ -211,8 +213,8 @@ def _l3fwd_parser() -> argparse.ArgumentParser:
     p.add_argument("-E", dest="em", action="count", default=0)
     p.add_argument("-L", dest="lpm", action="count", default=0)
     p.add_argument("--config")
-    p.add_argument("--rx-queue-size", type=int)
-    p.add_argument("--tx-queue-size", type=int)
+    p.add_argument("--rx-queue-size", type=cli_number(int, 1, 1 << 16))
+    p.add_argument("--tx-queue-size", type=cli_number(int, 1, 1 << 16))
     p.add_argument("--eth-dest", action="append", default=[])
     p.add_argument("--no-numa", action="store_true")
     p.add_argument("--ipv6", action="store_true")
@@ -226,7 +228,7 @@ def _l3fwd_parser() -> argparse.ArgumentParser:
     p.add_argument("--rule_ipv6")
     p.add_argument("--alg")
     p.add_argument("--ttl-expiry", action="store_true")
-    p.add_argument("--burst", type=int, default=32)
+    p.add_argument("--burst", type=cli_number(int, 1, 512), default=32)
     return p
 
 
