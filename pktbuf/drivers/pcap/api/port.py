@@ -36,11 +36,12 @@ from ....buf.mbuf.dynfield import DYN_START
 from .. import format as F
 from .. import layout as L
 from ..header import pcap_file_header, pcapng_file_header, probe_header
-from ..linktype import MODES as LINK_MODES, refusal
+from ..linktype import MODES as LINK_MODES
 from ..rx import pcap_rx_burst, pcap_rx_close, pcap_rx_eof
 from ..tx import pcap_tx_burst, pcap_tx_flush
 from ....buf.domain.pools import PktmbufPool
 from ...common.api.port import raise_tx_check, tx_check
+from .failures import port_error, port_warnings, rx_format_error
 
 __all__ = ["PcapPort", "DEVARGS", "UNSUPPORTED_DEVARGS"]
 
@@ -59,23 +60,6 @@ TS_FLAG = "rte_dynflag_rx_timestamp"
 _SCRATCH = 2048
 
 _mac_seq = itertools.count()      # DPDK: 02:70:63:61:70:<n>, n counting pcap ports per process
-
-FORMAT_ERRORS = {
-    L.V_TRUNCATED: "the file ends inside a record or block (truncated)",
-    L.V_CAPLEN: "a record's captured length exceeds the snaplen (or 262144, or its block)",
-    L.V_BLOCK_LEN: "a pcapng block length is too short, not a multiple of 4, above 1 MiB, "
-                   "or differs from its trailing copy",
-    L.V_NO_SHB: "a pcapng file must start with a Section Header Block",
-    L.V_SHB: "a pcapng Section Header Block with a bad byte-order magic or version",
-    L.V_IFACE: "a pcapng packet refers to an interface that no Interface Description Block "
-               "described",
-    L.V_LINKTYPE: "a pcapng interface of a link type this port refuses",
-    L.V_TOO_MANY_IFACES: f"more than {L.MAX_IFACES} pcapng interfaces in one section",
-    L.V_OPTION: "a pcapng option runs past its block, or a bad if_tsresol or if_tsoffset",
-    L.V_MMAP: "the file could not be mapped",
-    L.V_EMPTY_LOOP: "infinite_rx over a file that holds no packet",
-}
-
 
 # -- entry points ---------------------------------------------------------------------------------
 @kernel
@@ -449,20 +433,7 @@ class PcapPort:
 
     def rx_format_error(self, qid: int = 0) -> PcapFormatError | None:
         """The format error that stopped Rx queue ``qid``, as an exception (None if none)."""
-        q = self.rx_queue(qid)
-        code = int(q.st[L.S_ERR])
-        if code == 0:
-            return None
-        why = FORMAT_ERRORS.get(code, f"format error {code}")
-        val = int(q.st[L.S_ERR_VAL])
-        if code == L.V_LINKTYPE:
-            why = "a pcapng interface of " + refusal(val, self._linkmode)
-        elif code == L.V_MMAP:
-            why += f" ({os.strerror(int(q.st[L.S_ERRNO]))})"
-        elif code != L.V_TRUNCATED:
-            why += f" (value {val})"
-        return PcapFormatError(why, self.rx_files[qid] if qid < len(self.rx_files) else None,
-                               int(q.st[L.S_ERR_OFF]))
+        return rx_format_error(self, qid)
 
     def error(self):
         """The error that stopped one of the port's queues, as an exception (None if none):
@@ -471,40 +442,12 @@ class PcapPort:
         ``direction`` ("rx"/"tx") say which.  A stopped queue never delivers or takes a
         packet again: an application must treat this as the end of its run, not as an end
         of input (``pktbuf fwd`` does: docs/failures.md)."""
-        for i in range(len(self._rxq)):
-            e = self.rx_format_error(i)
-            if e is not None:
-                e.queue, e.direction = i, "rx"
-                return e
-        for i, q in enumerate(self._txq):
-            err = int(q.st[L.TS_ERRNO])
-            if err:
-                path = self.tx_files[i] if i < len(self.tx_files) else None
-                e = PcapWriteError(f"{path}: write failed: {os.strerror(err)} ("
-                                   f"{int(q.st[L.TS_OERRORS])} records lost)", err)
-                e.path, e.offset, e.reason = path, None, f"write failed: {os.strerror(err)}"
-                e.queue, e.direction = i, "tx"
-                return e
-        return None
+        return port_error(self)
 
     def warnings(self) -> list[dict]:
         """What was lost without stopping the port: one dict per non-zero counter --
         ``xstat`` (its name in :meth:`xstats`), ``count``, ``what`` (in words)."""
-        out = []
-        for i, q in enumerate(self._rxq):
-            n = int(q.st[L.S_SKIPPED_FRAMES])
-            if n:
-                out.append({"xstat": f"rx_q{i}_skipped_frames", "count": n,
-                            "what": f"frames of {self._rx_name(i)} not delivered: a link type "
-                                    f"that is not converted to Ethernet (linktypes="
-                                    f"{self.linktypes})"})
-        for i, q in enumerate(self._txq):
-            n = int(q.st[L.TS_TRUNCATED])
-            if n:
-                out.append({"xstat": f"tx_q{i}_truncated", "count": n,
-                            "what": f"frames written to {self._tx_name(i)} cut to its snaplen "
-                                    f"{self.snaplen}"})
-        return out
+        return port_warnings(self)
 
     def _rx_name(self, i: int) -> str:
         return self.rx_files[i] if i < len(self.rx_files) else f"rx queue {i}"
