@@ -442,3 +442,10 @@ class PcapWriteError(PcapError, OSError):
     def __init__(self, msg: str = "", errno: int | None = None):
         PcapError.__init__(self, msg)
         self.errno = errno
+
+
+# ---------------------------------------------------------------------------------------------
+# vhost-user
+
+class VhostError(PktbufError):
+    """A vhost-user port cannot work: its socket cannot be created or reached."""

@@ -36,9 +36,11 @@ DRIVERS = {
     "net_pcap": ("pktbuf.drivers.pcap.api.port", "PcapPort"),
     "net_af_packet": ("pktbuf.drivers.af_packet.api", "AfPacketPort"),
     "net_af_xdp": ("pktbuf.drivers.af_xdp.api.port", "AfXdpPort"),
+    "net_vhost": ("pktbuf.drivers.vhost.api.port", "VhostPort"),
 }
 ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring", "eth_pcap": "net_pcap",
-           "eth_af_packet": "net_af_packet", "eth_af_xdp": "net_af_xdp"}
+           "eth_af_packet": "net_af_packet", "eth_af_xdp": "net_af_xdp",
+           "eth_vhost": "net_vhost"}
 
 
 def driver_of(name: str) -> str:

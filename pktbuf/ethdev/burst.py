@@ -42,8 +42,11 @@ from ..drivers.memif.queue import MEMIF_QUEUE  # noqa: F401
 from ..drivers.pcap.layout import PCAP_RXQ, PCAP_TXQ  # noqa: F401
 from ..drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error
 from ..drivers.pcap.tx import pcap_tx_burst, pcap_tx_error
-from .layout import (H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_PCAP, K_RING, MAX_PORTS, MAX_QUEUES, P_KIND,
-                     P_NB_RX, P_NB_TX)
+from ..drivers.vhost.layout import VHOST_QUEUE  # noqa: F401
+from ..drivers.vhost.rx import vhost_rx_burst
+from ..drivers.vhost.tx import vhost_tx_burst
+from .layout import (H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_PCAP, K_RING, K_VHOST, MAX_PORTS,
+                     MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX)
 
 __all__ = ["rx_burst", "tx_burst", "rx_queue_eof", "rx_queue_error", "tx_queue_error",
            "eth_domain"]
@@ -81,6 +84,8 @@ def rx_burst(eth, port, queue, lcore, pkts, n):
         return af_xdp_rx_burst(dom, block_at(addr, "af_xdp_rxq"), lcore, pkts, n)
     if kind == K_PCAP:
         return pcap_rx_burst(dom, block_at(addr, "pcap_rxq"), lcore, pkts, n)
+    if kind == K_VHOST:
+        return vhost_rx_burst(dom, block_at(addr, "vhost_queue"), lcore, pkts, n)
     return 0
 
 
@@ -99,6 +104,8 @@ def tx_burst(eth, port, queue, lcore, pkts, n):
         return af_xdp_tx_burst(dom, block_at(addr, "af_xdp_txq"), lcore, pkts, n)
     if kind == K_PCAP:
         return pcap_tx_burst(dom, block_at(addr, "pcap_txq"), lcore, pkts, n)
+    if kind == K_VHOST:
+        return vhost_tx_burst(dom, block_at(addr, "vhost_queue"), lcore, pkts, n)
     return 0
 
 
@@ -117,6 +124,7 @@ _BURSTS = {   # kind: (rx kernel, tx kernel, rx queue layout, tx queue layout)
     K_AF_PACKET: ("af_packet_rx_burst", "af_packet_tx_burst", "af_packet_rxq", "af_packet_txq"),
     K_AF_XDP: ("af_xdp_rx_burst", "af_xdp_tx_burst", "af_xdp_rxq", "af_xdp_txq"),
     K_PCAP: ("pcap_rx_burst", "pcap_tx_burst", "pcap_rxq", "pcap_txq"),
+    K_VHOST: ("vhost_rx_burst", "vhost_tx_burst", "vhost_queue", "vhost_queue"),
 }
 KINDS_ALL = sum(1 << k for k in _BURSTS)
 _OV_OPTIONS = {"nogil": True, "boundscheck": False, "error_model": "numpy", "_nrt": False}

@@ -13,5 +13,7 @@ K_RING = 2
 K_AF_PACKET = 3
 K_PCAP = 4
 K_AF_XDP = 5
+K_VHOST = 6
 KIND_NAMES = {K_MEMIF: "net_memif", K_RING: "net_ring", K_AF_PACKET: "net_af_packet",
-              K_PCAP: "net_pcap", K_AF_XDP: "net_af_xdp"}
+              K_PCAP: "net_pcap", K_AF_XDP: "net_af_xdp",
+              K_VHOST: "net_vhost"}

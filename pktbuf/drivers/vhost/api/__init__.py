@@ -1,0 +1,1 @@
+"""vhost from Python: the ``net_vhost`` port (:mod:`.port`)."""

@@ -1,0 +1,90 @@
+"""A vhost queue's life: allocation, the burst entry/exit, down/up, failing it.
+
+The control thread unmaps peer memory while a lcore may be inside a burst; the same guard as
+memif's (docs/memif.md): every burst enters with an atomic increment of ``st[QS_BUSY]`` and
+then checks ``st[QS_UP]``, and leaves with a decrement; :func:`queue_down` exchanges ``QS_UP``
+to 0 (a full barrier) and waits for ``QS_BUSY`` to reach 0 before anything is unmapped.
+"""
+from __future__ import annotations
+
+from ..._jit import kernel
+from ...atomics import exchange, fetch_add, load_acquire
+from ...idle import usleep
+from .layout import (Q_AVAIL, Q_CALLFD, Q_DESC, Q_EVENT_IDX, Q_HDR, Q_INDIRECT, Q_MASK,
+                     Q_MBUF_CAP, Q_MRG, Q_N, Q_NREG, Q_POOL, Q_PORT, Q_USED, Q_VRING, QS_BUSY,
+                     QS_ERR, QS_ERR_VAL, QS_LAST_AVAIL, QS_UP, QS_USED_IDX, VHOST_QUEUE)
+
+__all__ = ["queue_alloc", "queue_enter", "queue_leave", "queue_down", "queue_up", "queue_fail",
+           "queue_configure"]
+
+
+def queue_alloc():
+    """A fresh, down queue block."""
+    q = VHOST_QUEUE.create()
+    q.cfg[Q_CALLFD] = -1
+    return q
+
+
+@kernel(inline="always")
+def queue_enter(q):
+    """Start a burst: False if the queue is down (then nothing may be touched)."""
+    fetch_add(q.st, QS_BUSY, 1)
+    if load_acquire(q.st, QS_UP) == 0:
+        fetch_add(q.st, QS_BUSY, -1)
+        return False
+    return True
+
+
+@kernel(inline="always")
+def queue_leave(q):
+    fetch_add(q.st, QS_BUSY, -1)
+
+
+@kernel
+def queue_down(st, timeout_us):
+    """Mark a queue down and wait until no burst is inside it.  True if it drained in time."""
+    exchange(st, QS_UP, 0)
+    waited = 0
+    while load_acquire(st, QS_BUSY) != 0:
+        if waited >= timeout_us:
+            return False
+        usleep(50)
+        waited += 50
+    return True
+
+
+@kernel
+def queue_up(st):
+    exchange(st, QS_UP, 1)
+
+
+@kernel(inline="always")
+def queue_fail(q, code, val):
+    """Record the first validation failure and take the queue down (the control thread sees
+    ``QS_ERR`` and takes the link down with the reason)."""
+    if q.st[QS_ERR] == 0:
+        q.st[QS_ERR] = code
+        q.st[QS_ERR_VAL] = val
+    exchange(q.st, QS_UP, 0)
+
+
+def queue_configure(q, *, desc: int, avail: int, used: int, num: int, regions, hdr: int,
+                    mrg: bool, event_idx: bool, indirect: bool, callfd: int, pool_id: int,
+                    mbuf_cap: int, port: int, vring: int, last_avail: int, used_idx: int) -> None:
+    """Write a started ring's configuration into a down queue (the control thread, or a test):
+    host addresses of its three areas, size, the ``(gpa, size, host)`` regions, the negotiated
+    header size and features, the call fd, the Rx pool, the indices."""
+    c = q.cfg
+    c[Q_DESC], c[Q_AVAIL], c[Q_USED] = desc, avail, used
+    c[Q_N], c[Q_MASK] = num, num - 1
+    c[Q_HDR], c[Q_MRG], c[Q_EVENT_IDX], c[Q_INDIRECT] = hdr, int(mrg), int(event_idx), int(indirect)
+    c[Q_CALLFD] = callfd
+    c[Q_POOL], c[Q_MBUF_CAP], c[Q_PORT], c[Q_VRING] = pool_id, mbuf_cap, port, vring
+    q.regions[:] = 0
+    for i, (gpa, size, host) in enumerate(regions):
+        q.regions[i] = (gpa, size, host)
+    c[Q_NREG] = len(regions)
+    q.st[QS_LAST_AVAIL] = last_avail & 0xFFFF
+    q.st[QS_USED_IDX] = used_idx & 0xFFFF
+    q.st[QS_ERR] = 0
+    q.st[QS_ERR_VAL] = 0
