@@ -1,0 +1,217 @@
+"""net_vhost against a front end of our own (tests/vhost/front.py) over a real socket: traffic
+both ways after the handshake, and a hostile front end -- every malformed message takes the
+link down with its reason (or is NACKed when an ack was asked for), leaks no fd, and the
+server accepts the next front end."""
+from __future__ import annotations
+
+import os
+import struct
+import time
+
+import pytest
+
+import pktbuf
+from pktbuf.drivers.vhost import proto as P
+from pktbuf.drivers.vhost.api.port import VhostPort
+
+from .front import Front
+from .guest import DESC_F_NEXT, DESC_F_WRITE, GuestMem
+
+
+@pytest.fixture
+def served(tmp_path):
+    pool = pktbuf.PktmbufPool(1024)
+    path = str(tmp_path / f"vh{os.getpid()}.sock")
+    port = VhostPort(path, pool)
+    yield port, pool, path
+    port.close()
+    assert pool.avail_count == pool.n
+    assert not os.path.exists(path)
+    pool.close()
+
+
+def _wait(cond, timeout=5.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return cond()
+
+
+def _fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_traffic_both_ways_and_call(served):
+    port, pool, path = served
+    f = Front(path)
+    rx_ring, tx_ring = f.setup(n=64)
+    assert _wait(lambda: port.link_up), port.disconnect_reason
+    mem = f.mem
+    # guest Tx: header + frame over two descriptors
+    frame = bytes(range(256)) * 3
+    off = mem.alloc(12 + len(frame))
+    mem.write(off, bytes(12) + frame)
+    tx_ring.set_desc(0, mem.gpa + off, 100, DESC_F_NEXT, 1)
+    tx_ring.set_desc(1, mem.gpa + off + 100, 12 + len(frame) - 100)
+    tx_ring.make_avail(0)
+    hs = port.rx_burst(32)
+    assert [pool.mbuf(int(h)).tobytes() for h in hs] == [frame]
+    pool.free_bulk(hs)
+    assert tx_ring.take_used() == [(0, 0)]
+    # guest Rx: two 512-byte buffers, a 700-byte frame merges over both
+    for i in range(2):
+        b = mem.alloc(512)
+        rx_ring.set_desc(i, mem.gpa + b, 512, DESC_F_WRITE)
+        rx_ring.make_avail(i)
+    m = pool.alloc().append_bytes(frame[:700])
+    assert port.tx_burst([m]) == 1
+    used = rx_ring.take_used()
+    assert used == [(0, 512), (1, 200)]
+    d0 = struct.unpack("<QIHH", mem.read(rx_ring.desc, 16))[0] - mem.gpa
+    d1 = struct.unpack("<QIHH", mem.read(rx_ring.desc + 16, 16))[0] - mem.gpa
+    assert mem.read(d0, 12) == bytes(10) + b"\x02\x00"          # num_buffers = 2
+    assert mem.read(d0 + 12, 500) + mem.read(d1, 200) == frame[:700]
+    # the guest did not ask for no interrupts: both rings were called
+    assert struct.unpack("<Q", os.read(f.calls[0], 8))[0] >= 1
+    assert struct.unpack("<Q", os.read(f.calls[1], 8))[0] >= 1
+    s = port.stats()
+    assert (s["ipackets"], s["opackets"], s["ibytes"], s["obytes"]) == (1, 1, 768, 700)
+    # stop: GET_VRING_BASE answers the next avail index and takes the link down
+    req, flags, body = f.call(P.GET_VRING_BASE, P.STATE.pack(1, 0))
+    assert (req, flags, P.STATE.unpack(body)) == (P.GET_VRING_BASE, 5, (1, 1))
+    assert not port.link_up
+    f.close()
+
+
+def _memtable(regions):
+    return P.MEMTABLE_HDR.pack(len(regions), 0) + b"".join(P.REGION.pack(*r) for r in regions)
+
+
+def _bad_cases():
+    m = GuestMem(1 << 16)
+    fd = m.region.fd
+    g, u, s = m.gpa, m.uva, m.size
+    r, w = os.pipe()
+    return m, [
+        ("short payload", [(P.SET_FEATURES, b"\0" * 4, [])], "payload of 4 bytes"),
+        ("payload too big", [(P.SET_FEATURES, b"", [], 700)], "payload size 700"),
+        ("fd on a no-fd request", [(P.SET_FEATURES, b"\0" * 8, [fd])], "carries 1 fds"),
+        ("kick without fd or NOFD", [(P.SET_VRING_KICK, struct.pack("<Q", 0), [])],
+         "expected 1"),
+        ("unknown request", [(23, b"\0" * 8, [])], "not supported"),
+        ("feature not offered", [(P.SET_FEATURES, struct.pack("<Q", 1), [])], "not offered"),
+        ("protocol feature not offered",
+         [(P.SET_PROTOCOL_FEATURES, struct.pack("<Q", 2), [])], "not offered"),
+        ("vring index past the device", [(P.SET_VRING_NUM, P.STATE.pack(300, 256), [])],
+         "vring 300"),
+        ("ring size not a power of two", [(P.SET_VRING_NUM, P.STATE.pack(0, 1000), [])],
+         "power of two"),
+        ("ring address before the memory table",
+         [(P.SET_VRING_ADDR, P.ADDR.pack(0, 0, u, u + 4096, u + 8192, 0), [])],
+         "before SET_MEM_TABLE"),
+        ("fewer fds than regions", [(P.SET_MEM_TABLE, _memtable([(g, s, u, 0)] * 2), [fd])],
+         "1 fds for 2 regions"),
+        ("region of size 0", [(P.SET_MEM_TABLE, _memtable([(g, 0, u, 0)]), [fd])], "size 0"),
+        ("region past the end of its file",
+         [(P.SET_MEM_TABLE, _memtable([(g, s, u, 4096)]), [fd])], "file of"),
+        ("regions overlap", [(P.SET_MEM_TABLE, _memtable([(g, s, u, 0), (g + 4096, 4096,
+                                                                          u + s, 0)]),
+                              [fd, fd])], "overlap in guest-physical"),
+        ("nine regions", [(P.SET_MEM_TABLE, _memtable([(g + i * s, s, u + i * s, 0)
+                                                        for i in range(9)]), [fd] * 8)],
+         "9 regions"),
+        ("address past 2**64", [(P.SET_MEM_TABLE, _memtable([(g, s, 2**64 - 4096, 0)]), [fd])],
+         "past 2**64"),
+        ("region fd not a file", [(P.SET_MEM_TABLE, _memtable([(g, s, u, 0)]), [r])],
+         "not a regular file"),
+        ("kick before addresses",
+         [(P.SET_MEM_TABLE, _memtable([(g, s, u, 0)]), [fd]),
+          (P.SET_VRING_KICK, struct.pack("<Q", P.VRING_NOFD), [])], "kicked before"),
+        ("ring outside the memory table",
+         [(P.SET_MEM_TABLE, _memtable([(g, s, u, 0)]), [fd]),
+          (P.SET_VRING_NUM, P.STATE.pack(0, 256), []),
+          (P.SET_VRING_ADDR, P.ADDR.pack(0, 0, u + s - 1024, u, u + 8192, 0), []),
+          (P.SET_VRING_KICK, struct.pack("<Q", P.VRING_NOFD), [])], "not inside one region"),
+        ("status past 8 bits", [(P.SET_STATUS, struct.pack("<Q", 0x100), [])], "8 bits"),
+    ], (r, w)
+
+
+CASES = [c[0] for c in _bad_cases()[1]]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_hostile_message_takes_the_link_down_with_its_reason(served, case):
+    port, pool, path = served
+    m, cases, pipe = _bad_cases()
+    msgs, why = next((c[1], c[2]) for c in cases if c[0] == case)
+    before = _fds()
+    f = Front(path)
+    f.negotiate()
+    for msg in msgs:
+        req, payload, fds = msg[:3]
+        f.send(req, payload, fds, size=msg[3] if len(msg) > 3 else None)
+    assert f.closed_by_peer(), "the back end kept the connection"
+    f.close()
+    assert _wait(lambda: port.disconnect_reason is not None and why in port.disconnect_reason), \
+        port.disconnect_reason
+    assert not port.link_up
+    for x in pipe:
+        os.close(x)
+    m.region.close()
+    assert _wait(lambda: _fds() <= before), "fds leaked"
+    # the server takes the next front end, which works
+    g = Front(path)
+    g.setup(n=16)
+    assert _wait(lambda: port.link_up), port.disconnect_reason
+    g.close()
+
+
+def test_nack_when_an_ack_was_asked_for_and_the_link_stays(served):
+    port, pool, path = served
+    f = Front(path)
+    f.negotiate()
+    f.u64(P.SET_FEATURES, 1, flags=1 | P.F_NEED_REPLY)        # not offered
+    assert f.ack() == 1
+    f.send(23, b"\0" * 8, flags=1 | P.F_NEED_REPLY)             # unknown
+    assert f.reply() == (23, P.REPLY_FLAGS, struct.pack("<Q", 1))
+    req, flags, body = f.call(P.GET_FEATURES)                    # still talking
+    assert struct.unpack("<Q", body)[0] == P.FEATURES_OFFERED
+    f.close()
+
+
+def test_bad_ring_in_the_data_path_takes_the_link_down(served):
+    port, pool, path = served
+    f = Front(path)
+    rx_ring, tx_ring = f.setup(n=16)
+    assert _wait(lambda: port.link_up)
+    tx_ring.set_desc(0, f.mem.gpa + 4096, 100, DESC_F_NEXT, 0)   # a loop on itself
+    tx_ring.make_avail(0)
+    assert port.rx_burst(32).size == 0
+    assert f.closed_by_peer()
+    assert "vring 1" in port.disconnect_reason and "loop" in port.disconnect_reason
+    assert not port.link_up
+    assert port.rx_burst(32).size == 0
+    f.close()
+
+
+def test_stale_socket_file_and_bad_devargs_are_refused(tmp_path):
+    pool = pktbuf.PktmbufPool(64)
+    p = tmp_path / "stale.sock"
+    p.write_bytes(b"")
+    with pytest.raises(pktbuf.InvalidArgument, match="exists"):
+        VhostPort(str(p), pool)
+    ports = pktbuf.Ports(pool)
+    with pytest.raises(pktbuf.InvalidArgument, match="iface"):
+        ports.open("net_vhost0,queues=1")
+    with pytest.raises(pktbuf.InvalidArgument, match="unknown argument"):
+        ports.open(f"net_vhost0,iface={tmp_path}/x.sock,bogus=1")
+    with pytest.raises(pktbuf.InvalidArgument, match="out of range"):
+        ports.open(f"net_vhost0,iface={tmp_path}/x.sock,queues=9")
+    port = ports.open(f"net_vhost0,iface={tmp_path}/y.sock,queues=2")
+    assert (port.nb_rx_queues, port.nb_tx_queues, port.link()["status"]) == (2, 2, "DOWN")
+    assert port.rx_burst(8).size == 0
+    ports.close()
+    assert not os.path.exists(f"{tmp_path}/y.sock")
+    pool.close()
