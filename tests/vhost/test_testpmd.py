@@ -174,3 +174,100 @@ class TestVirtioUser:
         assert port.disconnect_reason == "front end closed the connection"
         assert port.rx_burst(32).size == 0
         assert pool.avail_count == pool.n
+
+
+def _drain(port, pool, queue, seconds):
+    """Frames received on ``queue`` in ``seconds`` (freed), all 64-byte txonly frames."""
+    got = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        hs = port.rx_burst(32, queue)
+        for h in hs:
+            assert len(pool.mbuf(int(h))) == 64
+        got += len(hs)
+        pool.free_bulk(hs)
+    return got
+
+
+def test_two_queue_pairs(tmp_path):
+    """queues=2 on both sides: pair 1 is enabled later (through virtio_user's local control
+    queue) and both pairs carry testpmd's txonly streams."""
+    sock = str(tmp_path / f"vhmq{os.getpid()}.sock")
+    pool = pktbuf.PktmbufPool(8192)
+    port = VhostPort(sock, pool, queues=2)
+    tp = T.Testpmd(vdevs=[f"net_virtio_user0,path={sock},queues=2"], fwd="txonly", mem=512,
+                   mbufs=16384, app_extra=["--rxq=2", "--txq=2"])
+    tp.start()
+    try:
+        assert port.wait_link_up(90), (port.disconnect_reason, tp.log()[-3000:])
+        assert tp.wait_log(r"testpmd>", 60)
+        _forward(tp, "txonly")
+        got = [0, 0]
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            for q in (0, 1):
+                got[q] += _drain(port, pool, q, 0.05)
+        tp.stop_forwarding()
+        assert min(got) > 1000, got
+        assert [v.up for v in port.device.vrings] == [True] * 4
+        s = port.stats()
+        assert s["q_ipackets"] == got
+    finally:
+        tp.cleanup()
+        port.close()
+    assert pool.avail_count == pool.n
+    pool.close()
+
+
+def test_client_mode_reconnects_both_ways(tmp_path):
+    """pktbuf ``client=1`` against testpmd ``server=1``: traffic; pktbuf's port replaced by a
+    new one (virtio_user replays the setup, its split rings keep their indices: we adopt
+    ``used.idx``); testpmd replaced by a new one (pktbuf's client retries and reconnects)."""
+    sock = str(tmp_path / f"vhcl{os.getpid()}.sock")
+    pool = pktbuf.PktmbufPool(8192)
+
+    def server():
+        tp = T.Testpmd(vdevs=[f"net_virtio_user0,path={sock},queues=1,server=1"],
+                       socket=sock, abstract=False, fwd="txonly", mem=512, mbufs=16384)
+        tp.start()
+        assert tp.wait_listening(60), tp.log()[-2000:]
+        return tp
+
+    tp = server()
+    port = None
+    try:
+        port = VhostPort(sock, pool, client=True)
+        assert port.wait_link_up(90), (port.disconnect_reason, tp.log()[-3000:])
+        assert tp.wait_log(r"testpmd>", 60)
+        _forward(tp, "txonly")
+        assert _drain(port, pool, 0, 2) > 1000
+        # 1. our side goes away and comes back, testpmd keeps running (and sending)
+        port.close()
+        port = VhostPort(sock, pool, client=True)
+        assert port.wait_link_up(30), (port.disconnect_reason, tp.log()[-3000:])
+        assert _drain(port, pool, 0, 2) > 1000
+        tp.stop_forwarding()
+        # 2. testpmd goes away; a new one listens on the path; our client reconnects
+        tp.cleanup()
+        assert not port.link_up or _wait_down(port)
+        assert "closed" in port.disconnect_reason
+        tp = server()
+        assert port.wait_link_up(60), (port.disconnect_reason, tp.log()[-3000:])
+        assert port.connects == 2
+        assert tp.wait_log(r"testpmd>", 60)
+        _forward(tp, "txonly")
+        assert _drain(port, pool, 0, 2) > 1000
+        tp.stop_forwarding()
+    finally:
+        tp.cleanup()
+        if port is not None:
+            port.close()
+    assert pool.avail_count == pool.n
+    pool.close()
+
+
+def _wait_down(port, timeout=15):
+    end = time.monotonic() + timeout
+    while port.link_up and time.monotonic() < end:
+        time.sleep(0.05)
+    return not port.link_up
