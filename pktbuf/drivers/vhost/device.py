@@ -21,7 +21,8 @@ import ctypes
 import os
 
 from . import proto as P
-from .layout import (DESC_SIZE, Q_CALLFD, QS_ERR, QS_ERR_VAL, QS_LAST_AVAIL, USED_F_NO_NOTIFY,
+from .layout import (DESC_SIZE, EVENT_F_DISABLE, Q_CALLFD, QS_AVAIL_WRAP, QS_ERR, QS_ERR_VAL,
+                     QS_LAST_AVAIL, USED_F_NO_NOTIFY,
                      reason as v_reason)
 from .memory import map_regions
 from .queue import queue_alloc, queue_configure, queue_down, queue_up
@@ -158,7 +159,7 @@ class VhostDevice:
         """Stop a ring (down first): keep its base, close its kick."""
         self._down(v)
         if v.started:
-            v.base = int(v.q.st[QS_LAST_AVAIL])
+            v.base = self._base_of(v)
         v.started = False
         _close(v.kick)
         v.kick = -1
@@ -173,23 +174,41 @@ class VhostDevice:
         ev = 2 if self.features >> P.VIRTIO_RING_F_EVENT_IDX & 1 else 0
         d_uva, u_uva, a_uva = v.addr
         desc = self._uva_to_host(d_uva, DESC_SIZE * n, 16, f"vring {v.index} descriptor table")
-        avail = self._uva_to_host(a_uva, 4 + 2 * n + ev, 2, f"vring {v.index} avail ring")
-        used = self._uva_to_host(u_uva, 4 + 8 * n + ev, 4, f"vring {v.index} used ring")
-        used_idx = ctypes.c_uint16.from_address(used + 2).value
         base = v.base
-        if used_idx != base:           # a front end that reconnected says 0: adopt its ring's
-            base = used_idx             # used index, as DPDK's back end does
-        ctypes.c_uint16.from_address(used).value = USED_F_NO_NOTIFY     # we poll
+        if self.packed:
+            # avail / used are the driver's and the device's event suppression areas
+            avail = self._uva_to_host(a_uva, 4, 4, f"vring {v.index} driver event area")
+            used = self._uva_to_host(u_uva, 4, 4, f"vring {v.index} device event area")
+            if base & 0x7FFF >= n:
+                raise P.VhostViolation(f"vring {v.index}: base {base:#x} past a ring of {n}")
+            ctypes.c_uint16.from_address(used + 2).value = EVENT_F_DISABLE   # we poll
+        else:
+            avail = self._uva_to_host(a_uva, 4 + 2 * n + ev, 2, f"vring {v.index} avail ring")
+            used = self._uva_to_host(u_uva, 4 + 8 * n + ev, 4, f"vring {v.index} used ring")
+            used_idx = ctypes.c_uint16.from_address(used + 2).value
+            if used_idx != base:       # a front end that reconnected says 0: adopt its ring's
+                base = used_idx         # used index, as DPDK's back end does
+            ctypes.c_uint16.from_address(used).value = USED_F_NO_NOTIFY     # we poll
         f = self.features
         queue_configure(v.q, desc=desc, avail=avail, used=used, num=n,
                         regions=[(r.gpa, r.size, r.host) for r in self.regions], hdr=self.hdr,
                         mrg=bool(f >> P.VIRTIO_NET_F_MRG_RXBUF & 1), event_idx=bool(ev),
                         indirect=bool(f >> P.VIRTIO_RING_F_INDIRECT_DESC & 1),
                         callfd=v.call, pool_id=self.pool.id, mbuf_cap=self.mbuf_cap,
-                        port=self.port_id, vring=v.index, last_avail=base, used_idx=base)
+                        port=self.port_id, vring=v.index, last_avail=base, used_idx=base,
+                        packed=self.packed)
         v.started = True
         if not self.protocol_features_on:
             v.enabled = True
+
+    def _base_of(self, v: Vring) -> int:
+        """The ring's next avail index as GET_VRING_BASE reports it (packed: | wrap << 15)."""
+        last = int(v.q.st[QS_LAST_AVAIL])
+        return last | int(v.q.st[QS_AVAIL_WRAP]) << 15 if self.packed else last
+
+    @property
+    def packed(self) -> bool:
+        return bool(self.features >> P.VIRTIO_F_RING_PACKED & 1)
 
     @property
     def protocol_features_on(self) -> bool:
@@ -217,7 +236,8 @@ class VhostDevice:
         if v != self.features and any(r.started for r in self.vrings):
             raise P.VhostViolation("SET_FEATURES changes features while rings run")
         self.features = v
-        self.hdr = 12 if v & ((1 << P.VIRTIO_F_VERSION_1) | (1 << P.VIRTIO_NET_F_MRG_RXBUF)) else 10
+        self.hdr = 12 if v & ((1 << P.VIRTIO_F_VERSION_1) | (1 << P.VIRTIO_NET_F_MRG_RXBUF)
+                              | (1 << P.VIRTIO_F_RING_PACKED)) else 10
 
     def _set_owner(self, payload, fds):
         return None
@@ -240,15 +260,16 @@ class VhostDevice:
         for r in old:
             r.close()
         for v in running:             # re-translate the running rings in the new table
-            v.base = int(v.q.st[QS_LAST_AVAIL])
+            v.base = self._base_of(v)
             v.started = False
             self._start(v)
 
     def _set_vring_num(self, payload, fds):
         index, num = P.STATE.unpack(payload)
         v = self._vring(index, "SET_VRING_NUM")
-        if not 1 <= num <= P.MAX_VRING_NUM or num & (num - 1):
-            raise P.VhostViolation(f"SET_VRING_NUM {num}: not a power of two in 1..32768")
+        if not 1 <= num <= P.MAX_VRING_NUM or (num & (num - 1) and not self.packed):
+            raise P.VhostViolation(f"SET_VRING_NUM {num}: not "
+                                   f"{'' if self.packed else 'a power of two '}in 1..32768")
         if v.started:
             raise P.VhostViolation(f"SET_VRING_NUM on running vring {index}")
         v.num = num
@@ -268,7 +289,7 @@ class VhostDevice:
         index, num = P.STATE.unpack(payload)
         v = self._vring(index, "SET_VRING_BASE")
         if num > 0xFFFF:
-            raise P.VhostViolation(f"SET_VRING_BASE {num:#x} (split rings: 16 bits)")
+            raise P.VhostViolation(f"SET_VRING_BASE {num:#x} (16 bits)")
         if v.started:
             raise P.VhostViolation(f"SET_VRING_BASE on running vring {index}")
         v.base = num

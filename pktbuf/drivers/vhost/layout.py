@@ -38,6 +38,13 @@ U16_IDX = 1
 
 IDX_MASK = 0xFFFF
 
+# packed rings (virtio 1.1 §2.7): descriptor flags, event suppression flags
+PACKED_F_AVAIL = 1 << 7
+PACKED_F_USED = 1 << 15
+EVENT_F_ENABLE = 0
+EVENT_F_DISABLE = 1
+EVENT_F_DESC = 2
+
 # limits pktbuf sets itself (docs/vhost.md)
 MAX_PIECES = 1024       # host-contiguous pieces of one packet (DPDK: 256, BUF_VECTOR_MAX)
 MAX_BUFS = 1024         # guest Rx buffers one packet may take (mergeable)
@@ -60,6 +67,7 @@ Q_MBUF_CAP = 11         # data room of that pool's mbufs
 Q_PORT = 12             # mbuf.port of received packets
 Q_NREG = 13             # regions in use
 Q_VRING = 14            # the vring's index (for reasons)
+Q_PACKED = 15           # RING_PACKED negotiated: Q_AVAIL / Q_USED are the event areas
 Q_WORDS = 16
 
 # status words (st): 0 and 1 are the link flag and the busy count (queue.py)
@@ -76,6 +84,8 @@ QS_NOMBUF = 19          # Rx: bursts that found no mbufs (the chain stays in the
 QS_ERRORS = 20          # Rx: chains dropped (no frame after the header, or oversize)
 QS_CALLS = 21           # call eventfd writes
 QS_BURSTS = 22
+QS_AVAIL_WRAP = 12      # packed: the wrap counter of QS_LAST_AVAIL
+QS_USED_WRAP = 13       # packed: the wrap counter of QS_USED_IDX
 QS_WORDS = 24
 
 # validation failures: the ring is failed, the link goes down with the reason

@@ -11,8 +11,9 @@ from ..._jit import kernel
 from ...atomics import exchange, fetch_add, load_acquire
 from ...idle import usleep
 from .layout import (Q_AVAIL, Q_CALLFD, Q_DESC, Q_EVENT_IDX, Q_HDR, Q_INDIRECT, Q_MASK,
-                     Q_MBUF_CAP, Q_MRG, Q_N, Q_NREG, Q_POOL, Q_PORT, Q_USED, Q_VRING, QS_BUSY,
-                     QS_ERR, QS_ERR_VAL, QS_LAST_AVAIL, QS_UP, QS_USED_IDX, VHOST_QUEUE)
+                     Q_MBUF_CAP, Q_MRG, Q_N, Q_NREG, Q_PACKED, Q_POOL, Q_PORT, Q_USED, Q_VRING, QS_BUSY,
+                     QS_AVAIL_WRAP, QS_ERR, QS_ERR_VAL, QS_LAST_AVAIL, QS_UP, QS_USED_IDX,
+                     QS_USED_WRAP, VHOST_QUEUE)
 
 __all__ = ["queue_alloc", "queue_enter", "queue_leave", "queue_down", "queue_up", "queue_fail",
            "queue_configure"]
@@ -70,10 +71,12 @@ def queue_fail(q, code, val):
 
 def queue_configure(q, *, desc: int, avail: int, used: int, num: int, regions, hdr: int,
                     mrg: bool, event_idx: bool, indirect: bool, callfd: int, pool_id: int,
-                    mbuf_cap: int, port: int, vring: int, last_avail: int, used_idx: int) -> None:
+                    mbuf_cap: int, port: int, vring: int, last_avail: int, used_idx: int,
+                    packed: bool = False) -> None:
     """Write a started ring's configuration into a down queue (the control thread, or a test):
     host addresses of its three areas, size, the ``(gpa, size, host)`` regions, the negotiated
-    header size and features, the call fd, the Rx pool, the indices."""
+    header size and features, the call fd, the Rx pool, the indices (packed: bits 0-14 the
+    slot, bit 15 the wrap counter, as GET/SET_VRING_BASE carry them)."""
     c = q.cfg
     c[Q_DESC], c[Q_AVAIL], c[Q_USED] = desc, avail, used
     c[Q_N], c[Q_MASK] = num, num - 1
@@ -84,7 +87,12 @@ def queue_configure(q, *, desc: int, avail: int, used: int, num: int, regions, h
     for i, (gpa, size, host) in enumerate(regions):
         q.regions[i] = (gpa, size, host)
     c[Q_NREG] = len(regions)
-    q.st[QS_LAST_AVAIL] = last_avail & 0xFFFF
-    q.st[QS_USED_IDX] = used_idx & 0xFFFF
+    c[Q_PACKED] = int(packed)
+    if packed:
+        q.st[QS_LAST_AVAIL], q.st[QS_AVAIL_WRAP] = last_avail & 0x7FFF, last_avail >> 15 & 1
+        q.st[QS_USED_IDX], q.st[QS_USED_WRAP] = used_idx & 0x7FFF, used_idx >> 15 & 1
+    else:
+        q.st[QS_LAST_AVAIL] = last_avail & 0xFFFF
+        q.st[QS_USED_IDX] = used_idx & 0xFFFF
     q.st[QS_ERR] = 0
     q.st[QS_ERR_VAL] = 0

@@ -20,12 +20,14 @@ import numpy as np
 from ..._jit import kernel
 from ...atomics import load_relaxed
 from ...buf.mbuf.raw import pktmbuf_alloc_bulk
-from ...rawmem import copy_in_bounds
-from .layout import (A16_RING, IDX_MASK, MAX_FRAME, Q_HDR, Q_MASK, Q_MBUF_CAP, Q_POOL, Q_PORT,
-                     QS_BURSTS, QS_BYTES, QS_ERRORS, QS_LAST_AVAIL, QS_NOMBUF, QS_PACKETS,
-                     QS_USED_IDX, SCRATCH_MB)
+from ...rawmem import addr_view, copy_in_bounds
+from .layout import (A16_RING, IDX_MASK, MAX_FRAME, Q_DESC, Q_HDR, Q_MASK, Q_MBUF_CAP, Q_N,
+                     Q_PACKED, Q_POOL, Q_PORT, QS_AVAIL_WRAP, QS_BURSTS, QS_BYTES, QS_ERRORS,
+                     QS_LAST_AVAIL, QS_NOMBUF, QS_PACKETS, QS_USED_IDX, QS_USED_WRAP,
+                     SCRATCH_MB)
+from .packed import packed_advance, packed_avail, packed_call, packed_put_used, packed_walk
 from .queue import queue_enter, queue_fail, queue_leave
-from .vring import avail_count, avail_view, publish_used, used_view32, walk_chain
+from .vring import avail_count, avail_view, desc_view, publish_used, used_view32, walk_chain
 
 __all__ = ["vhost_rx_burst"]
 
@@ -73,10 +75,67 @@ def rx_copy_frame(mb, q, end, skip, dlen, cap, nseg):
     return h
 
 
+@kernel(inline="always")
+def rx_take(dom, q, lcore, out, got, end, dlen, cap, pid):
+    """Deliver the frame of ``dlen`` bytes after the header in pieces ``0 .. end-1`` into
+    ``out[got]``: 1; 0 when it is dropped (nothing after the header, or longer than
+    MAX_FRAME: counted in ``QS_ERRORS``); -1 when the pool is dry (``QS_NOMBUF``)."""
+    if dlen <= 0 or dlen > MAX_FRAME:
+        q.st[QS_ERRORS] += 1
+        return 0
+    nseg = (dlen + cap - 1) // cap
+    if nseg > SCRATCH_MB:
+        q.st[QS_ERRORS] += 1
+        return 0
+    if pktmbuf_alloc_bulk(dom, pid, lcore, q.scr_mb, nseg) < 0:
+        q.st[QS_NOMBUF] += 1
+        return -1
+    out[got] = rx_copy_frame(dom.mb, q, end, q.cfg[Q_HDR], dlen, cap, nseg)
+    return 1
+
+
+@kernel
+def rx_packed(dom, q, lcore, out, n):
+    """The packed-ring burst body (the queue is up and ours)."""
+    nr = q.cfg[Q_N]
+    d64 = desc_view(q)
+    d16 = addr_view(q.cfg[Q_DESC], 8 * nr, np.uint16)
+    hdr = q.cfg[Q_HDR]
+    cap = q.cfg[Q_MBUF_CAP]
+    pid = q.cfg[Q_POOL]
+    slot, wrap = q.st[QS_LAST_AVAIL], q.st[QS_AVAIL_WRAP]
+    us, uw = q.st[QS_USED_IDX], q.st[QS_USED_WRAP]
+    got = 0
+    took = 0
+    nbytes = 0
+    while got < n and took < nr and packed_avail(d64, slot, wrap):
+        end, total, nd, bid = packed_walk(q, slot, False, 0)
+        if end < 0:
+            queue_fail(q, -end, total)
+            break
+        r = rx_take(dom, q, lcore, out, got, end, total - hdr, cap, pid)
+        if r < 0:
+            break
+        got += r
+        if r:
+            nbytes += total - hdr
+        packed_put_used(d64, d16, us, uw, bid, 0, True)
+        us, uw = packed_advance(us, uw, nd, nr)
+        slot, wrap = packed_advance(slot, wrap, nd, nr)
+        took += 1
+    q.st[QS_BURSTS] += 1
+    if took > 0:
+        q.st[QS_LAST_AVAIL], q.st[QS_AVAIL_WRAP] = slot, wrap
+        q.st[QS_USED_IDX], q.st[QS_USED_WRAP] = us, uw
+        packed_call(q)
+        q.st[QS_PACKETS] += got
+        q.st[QS_BYTES] += nbytes
+    return got
+
+
 @kernel
 def rx_split(dom, q, lcore, out, n):
     """The burst body (the queue is up and ours)."""
-    mb = dom.mb
     av = avail_view(q)
     u32 = used_view32(q)
     mask = q.cfg[Q_MASK]
@@ -98,20 +157,12 @@ def rx_split(dom, q, lcore, out, n):
         if end < 0:
             queue_fail(q, -end, total)
             break
-        dlen = total - hdr
-        if dlen > 0 and dlen <= MAX_FRAME:
-            nseg = (dlen + cap - 1) // cap
-            if nseg > SCRATCH_MB:
-                dlen = 0                       # cannot take it: dropped below
-            elif pktmbuf_alloc_bulk(dom, pid, lcore, q.scr_mb, nseg) < 0:
-                q.st[QS_NOMBUF] += 1
-                break                          # the chain stays in the ring
-            else:
-                out[got] = rx_copy_frame(mb, q, end, hdr, dlen, cap, nseg)
-                got += 1
-                nbytes += dlen
-        if dlen <= 0 or dlen > MAX_FRAME:
-            q.st[QS_ERRORS] += 1
+        r = rx_take(dom, q, lcore, out, got, end, total - hdr, cap, pid)
+        if r < 0:
+            break                              # no mbufs: the chain stays in the ring
+        got += r
+        if r:
+            nbytes += total - hdr
         s = uidx & mask
         u32[1 + 2 * s] = np.uint32(head)
         u32[2 + 2 * s] = np.uint32(0)
@@ -134,6 +185,9 @@ def vhost_rx_burst(dom, q, lcore, out, n):
     the ring is down).  ``q`` is a :data:`~pktbuf.drivers.vhost.layout.VHOST_QUEUE` block."""
     if not queue_enter(q):
         return 0
-    got = rx_split(dom, q, lcore, out, n)
+    if q.cfg[Q_PACKED]:
+        got = rx_packed(dom, q, lcore, out, n)
+    else:
+        got = rx_split(dom, q, lcore, out, n)
     queue_leave(q)
     return got

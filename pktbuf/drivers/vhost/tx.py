@@ -20,14 +20,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
-from ...atomics import load_relaxed
+from ...atomics import load_relaxed, store_release
 from ...buf.mbuf.free import pktmbuf_free_bulk
 from ...buf.mbuf.layout import NULL
-from ...rawmem import copy_in_bounds
-from .layout import (A16_RING, IDX_MASK, MAX_BUFS, Q_HDR, Q_MASK, Q_MRG, QS_BURSTS, QS_BYTES,
-                     QS_LAST_AVAIL, QS_MISSED, QS_PACKETS, QS_USED_IDX, V_BUFS)
+from ...rawmem import addr_view, copy_in_bounds
+from .layout import (A16_RING, IDX_MASK, MAX_BUFS, Q_DESC, Q_HDR, Q_MASK, Q_MRG, Q_N, Q_PACKED,
+                     QS_AVAIL_WRAP, QS_BURSTS, QS_BYTES, QS_LAST_AVAIL, QS_MISSED, QS_PACKETS,
+                     QS_USED_IDX, QS_USED_WRAP, V_BUFS)
+from .packed import packed_advance, packed_avail, packed_call, packed_put_used, packed_walk
 from .queue import queue_enter, queue_fail, queue_leave
-from .vring import avail_count, avail_view, publish_used, used_view32, walk_chain
+from .vring import avail_count, avail_view, desc_view, publish_used, used_view32, walk_chain
 
 __all__ = ["vhost_tx_burst"]
 
@@ -66,6 +68,75 @@ def tx_place(mb, q, h, plen, nb, hdr):
         pi, po = put_bytes(q, pi, po, np.int64(m.buf_addr) + np.int64(m.data_off),
                            np.int64(m.data_len))
         seg = np.int64(m.next)
+
+
+@kernel
+def tx_packed(dom, q, lcore, pkts, n):
+    """The packed-ring burst body (the queue is up and ours).  A packet's used descriptors are
+    written in order, the first one's flags last, so the guest never sees half a packet."""
+    mb = dom.mb
+    nr = q.cfg[Q_N]
+    d64 = desc_view(q)
+    d16 = addr_view(q.cfg[Q_DESC], 8 * nr, np.uint16)
+    hdr = q.cfg[Q_HDR]
+    mrg = q.cfg[Q_MRG] != 0
+    slot, wrap = q.st[QS_LAST_AVAIL], q.st[QS_AVAIL_WRAP]
+    us, uw = q.st[QS_USED_IDX], q.st[QS_USED_WRAP]
+    sent = 0
+    nbytes = 0
+    failed = False
+    for p in range(n):
+        h = pkts[p]
+        plen = np.int64(mb[h].pkt_len)
+        need = hdr + plen
+        nb = 0
+        room = np.int64(0)
+        end = np.int64(0)
+        s2, w2 = slot, wrap
+        while room < need and (mrg or nb == 0):
+            if nb >= MAX_BUFS:
+                queue_fail(q, V_BUFS, nb)
+                failed = True
+                break
+            if not packed_avail(d64, s2, w2):
+                break
+            end, total, nd, bid = packed_walk(q, s2, True, end)
+            if end < 0:
+                queue_fail(q, -end, total)
+                failed = True
+                break
+            q.buf_head[nb] = bid | (nd << 16)
+            q.buf_cap[nb] = total
+            s2, w2 = packed_advance(s2, w2, nd, nr)
+            room += total
+            nb += 1
+        if failed or room < need:
+            break
+        tx_place(mb, q, h, plen, nb, hdr)
+        rem = need
+        first_slot = us
+        first_fl = 0
+        for b in range(nb):
+            w = q.buf_cap[b] if q.buf_cap[b] <= rem else rem
+            rem -= w
+            fl = packed_put_used(d64, d16, us, uw, q.buf_head[b] & 0xFFFF, w, b > 0)
+            if b == 0:
+                first_fl = fl
+            us, uw = packed_advance(us, uw, q.buf_head[b] >> 16, nr)
+        store_release(d16, 8 * first_slot + 7, np.uint16(first_fl))
+        slot, wrap = s2, w2
+        sent += 1
+        nbytes += plen
+    q.st[QS_BURSTS] += 1
+    if sent > 0:
+        q.st[QS_LAST_AVAIL], q.st[QS_AVAIL_WRAP] = slot, wrap
+        q.st[QS_USED_IDX], q.st[QS_USED_WRAP] = us, uw
+        packed_call(q)
+        pktmbuf_free_bulk(dom, lcore, pkts, sent)
+        q.st[QS_PACKETS] += sent
+        q.st[QS_BYTES] += nbytes
+    q.st[QS_MISSED] += n - sent
+    return sent
 
 
 @kernel
@@ -143,6 +214,9 @@ def vhost_tx_burst(dom, q, lcore, pkts, n):
     were taken from the front (freed; 0 while the ring is down, the rest stay yours)."""
     if not queue_enter(q):
         return 0
-    sent = tx_split(dom, q, lcore, pkts, n)
+    if q.cfg[Q_PACKED]:
+        sent = tx_packed(dom, q, lcore, pkts, n)
+    else:
+        sent = tx_split(dom, q, lcore, pkts, n)
     queue_leave(q)
     return sent
