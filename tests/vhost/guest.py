@@ -95,3 +95,73 @@ class SplitRing:
                         pool_id=pool.id, mbuf_cap=int(pool.data_room) - int(pool.headroom),
                         port=0, vring=0, last_avail=last_avail, used_idx=used_idx)
         queue_up(q.st)
+
+
+class PackedRing:
+    """A packed ring of ``n`` entries in guest memory (virtio 1.1 §2.7), the driver side."""
+
+    AVAIL, USED = 1 << 7, 1 << 15
+
+    def __init__(self, mem: GuestMem, n: int):
+        self.mem, self.n = mem, n
+        self.desc = mem.alloc(16 * n, 16)
+        self.driver = mem.alloc(4, 4)          # driver event suppression (SET_VRING_ADDR avail)
+        self.device = mem.alloc(4, 4)          # device event suppression (used)
+        self.slot, self.wrap = 0, 1
+        self.used_slot, self.used_wrap = 0, 1
+        self.lengths = {}                      # buffer id -> descriptors it took in the ring
+        self.next_id = 0
+
+    def avail_flags(self, wrap):
+        return self.AVAIL if wrap else self.USED
+
+    def set_desc(self, slot, addr, ln, bid, flags, table=None):
+        off = (table if table is not None else self.desc) + 16 * slot
+        self.mem.write(off, struct.pack("<QIHH", addr, ln, bid, flags))
+
+    def post(self, descs, *, stale=False):
+        """Make a chain of ``(addr, len, flags)`` available at the driver's slot (flags: NEXT /
+        WRITE / INDIRECT; the first descriptor's flags written last).  ``stale``: write it
+        with the wrong wrap bits (not available).  Returns the buffer id."""
+        bid = self.next_id
+        self.next_id = (self.next_id + 1) % self.n
+        slots = []
+        s, w = self.slot, self.wrap
+        for _ in descs:
+            slots.append((s, w))
+            s += 1
+            if s == self.n:
+                s, w = 0, w ^ 1
+        for j in range(len(descs) - 1, -1, -1):
+            addr, ln, fl = descs[j]
+            sj, wj = slots[j]
+            if stale and j == 0:
+                wj ^= 1
+            self.set_desc(sj, addr, ln, bid, fl | self.avail_flags(wj))
+        self.slot, self.wrap = s, w
+        self.lengths[bid] = len(descs)
+        return bid
+
+    def take_used(self):
+        out = []
+        while True:
+            addr, ln, bid, fl = struct.unpack("<QIHH", self.mem.read(self.desc + 16 * self.used_slot, 16))
+            a, u = bool(fl & self.AVAIL), bool(fl & self.USED)
+            if not (a == u == bool(self.used_wrap)):
+                return out
+            out.append((bid, ln))
+            k = self.lengths.get(bid, 1)
+            self.used_slot += k
+            if self.used_slot >= self.n:
+                self.used_slot -= self.n
+                self.used_wrap ^= 1
+
+    def configure(self, q, *, pool, hdr=12, mrg=True, indirect=True, callfd=-1, regions=None):
+        from pktbuf.drivers.vhost.queue import queue_configure, queue_up
+        queue_configure(q, desc=self.mem.host(self.desc), avail=self.mem.host(self.driver),
+                        used=self.mem.host(self.device), num=self.n,
+                        regions=regions if regions is not None else self.mem.table(), hdr=hdr,
+                        mrg=mrg, event_idx=False, indirect=indirect, callfd=callfd,
+                        pool_id=pool.id, mbuf_cap=int(pool.data_room) - int(pool.headroom),
+                        port=0, vring=0, last_avail=1 << 15, used_idx=1 << 15, packed=True)
+        queue_up(q.st)

@@ -165,3 +165,120 @@ class NaiveRing:
         self.last = (self.last + took) & 0xFFFF
         self._publish()
         return sent
+
+
+class NaivePacked(NaiveRing):
+    """The same device over a packed ring (virtio 1.1 §2.7): chains in consecutive slots,
+    availability by the wrap counter, one used descriptor per chain."""
+
+    AVAIL, USED = 1 << 7, 1 << 15
+
+    def __init__(self, mem, regions, n, desc, **kw):
+        super().__init__(mem, regions, n, desc, 0, 0, **kw)
+        self.wrap, self.used_wrap = 1, 1
+        self.slot, self.used_slot = 0, 0
+
+    def available(self, slot, wrap):
+        fl = struct.unpack_from("<H", self.mem, self.desc + 16 * slot + 14)[0]
+        return bool(fl & self.AVAIL) == bool(wrap) and bool(fl & self.USED) != bool(wrap)
+
+    def walk_packed(self, slot, want_write):
+        """(pieces, total, descriptors in the ring, buffer id)."""
+        table, size, i, seen, inside, nd, bid = self.desc, self.n, slot, 0, False, 0, 0
+        pieces, total = [], 0
+        while True:
+            seen += 1
+            if seen > size:
+                raise Bad(L.V_LOOP)
+            addr, ln, idv, flags = struct.unpack_from("<QIHH", self.mem, table + 16 * i)
+            if not inside:
+                nd += 1
+                bid = idv
+            if flags & L.DESC_F_INDIRECT and not inside:
+                if not self.indirect or flags & L.DESC_F_NEXT:
+                    raise Bad(L.V_INDIRECT)
+                if ln == 0 or ln % 16 or ln // 16 > self.n:
+                    raise Bad(L.V_INDIRECT_LEN)
+                table, size, i, seen, inside = self.one_piece(addr, ln), ln // 16, 0, 0, True
+                continue
+            if inside and flags & L.DESC_F_INDIRECT:
+                raise Bad(L.V_NESTED)
+            if bool(flags & L.DESC_F_WRITE) != want_write:
+                raise Bad(L.V_WRITE)
+            pieces += self.pieces(addr, ln)
+            total += ln
+            if inside:
+                i += 1
+                if i == size:
+                    return pieces, total, nd, bid
+                continue
+            if not flags & L.DESC_F_NEXT:
+                return pieces, total, nd, bid
+            i = (i + 1) % self.n
+
+    def _adv(self, slot, wrap, k):
+        slot += k
+        if slot >= self.n:
+            slot, wrap = slot - self.n, wrap ^ 1
+        return slot, wrap
+
+    def _used(self, bid, ln):
+        fl = (self.AVAIL | self.USED if self.used_wrap else 0) | (L.DESC_F_WRITE if ln else 0)
+        struct.pack_into("<IHH", self.mem, self.desc + 16 * self.used_slot + 8, ln, bid, fl)
+
+    def dequeue(self, n):
+        self.errors = 0
+        frames, took = [], 0
+        try:
+            while len(frames) < n and took < self.n and self.available(self.slot, self.wrap):
+                pieces, total, nd, bid = self.walk_packed(self.slot, False)
+                data = b"".join(bytes(self.mem[o:o + c]) for o, c in pieces)[self.hdr:]
+                if 0 < len(data) <= L.MAX_FRAME:
+                    frames.append(data)
+                else:
+                    self.errors += 1
+                self._used(bid, 0)
+                self.used_slot, self.used_wrap = self._adv(self.used_slot, self.used_wrap, nd)
+                self.slot, self.wrap = self._adv(self.slot, self.wrap, nd)
+                took += 1
+        except Bad as e:
+            self.failed = e.code
+        return frames
+
+    def enqueue(self, frames):
+        sent = 0
+        try:
+            for f in frames:
+                need = self.hdr + len(f)
+                bufs, room = [], 0
+                s, w = self.slot, self.wrap
+                while room < need and (self.mrg or not bufs):
+                    if len(bufs) >= L.MAX_BUFS:
+                        raise Bad(L.V_BUFS)
+                    if not self.available(s, w):
+                        break
+                    pieces, total, nd, bid = self.walk_packed(s, True)
+                    bufs.append((bid, nd, pieces, total))
+                    s, w = self._adv(s, w, nd)
+                    room += total
+                if room < need:
+                    break
+                hdr = bytes(10) + struct.pack("<H", len(bufs)) if self.hdr == 12 else bytes(10)
+                data = hdr + f
+                pos = 0
+                for bid, nd, pieces, total in bufs:
+                    wlen = min(total, len(data) - pos)
+                    chunk = data[pos:pos + wlen]
+                    q = 0
+                    for o, c in pieces:
+                        part = chunk[q:q + c]
+                        self.mem[o:o + len(part)] = list(part)
+                        q += len(part)
+                    pos += wlen
+                    self._used(bid, wlen)
+                    self.used_slot, self.used_wrap = self._adv(self.used_slot, self.used_wrap, nd)
+                self.slot, self.wrap = s, w
+                sent += 1
+        except Bad as e:
+            self.failed = e.code
+        return sent
