@@ -9,6 +9,8 @@ import struct
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pktbuf
 from pktbuf.drivers.vhost import proto as P
@@ -214,4 +216,79 @@ def test_stale_socket_file_and_bad_devargs_are_refused(tmp_path):
     assert port.rx_burst(8).size == 0
     ports.close()
     assert not os.path.exists(f"{tmp_path}/y.sock")
+    pool.close()
+
+
+REQS = sorted(P.RULES) + [0, 6, 7, 19, 20, 23, 24, 41, 0xFFFFFFFF]
+
+
+@st.composite
+def message(draw):
+    req = draw(st.sampled_from(REQS))
+    size = (P.RULES.get(req) or (8, "none"))[0]
+    if size is None or draw(st.integers(0, 3)) == 0:
+        size = draw(st.integers(0, 300))
+    if req == P.SET_MEM_TABLE and draw(st.booleans()):
+        n = draw(st.integers(0, 9))
+        payload = P.MEMTABLE_HDR.pack(n, 0) + b"".join(
+            P.REGION.pack(draw(st.integers(0, 2**64 - 1)), draw(st.sampled_from([0, 4096, 1 << 16, 2**63])),
+                          draw(st.integers(0, 2**64 - 1)), draw(st.sampled_from([0, 4096, 2**62])))
+            for _ in range(n))
+    else:
+        payload = draw(st.binary(min_size=size, max_size=size))
+    return req, draw(st.sampled_from([0, 1, 9])), payload, draw(st.integers(0, 2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(message(), max_size=8), st.booleans())
+def test_fuzz_messages_never_break_the_back_end(tmp_path_factory, msgs, handshake):
+    """Random (mostly malformed) messages, after a full setup or not: the back end answers
+    with well-formed replies or closes the connection; afterwards no fd is left over and the
+    next front end sets up and moves a frame."""
+    pool = pktbuf.PktmbufPool(256)
+    path = str(tmp_path_factory.mktemp("fz") / "v.sock")
+    port = VhostPort(path, pool)
+    try:
+        before = _fds()
+        f = Front(path)
+        if handshake:
+            f.setup(n=8, size=1 << 16)
+        mem = GuestMem(1 << 16)
+        for req, flags, payload, nfd in msgs:
+            fds = [mem.region.fd] * nfd
+            try:
+                f.send(req, payload, fds, flags)
+            except OSError:
+                break                                      # closed by the back end
+        f.sock.setblocking(False)
+        try:
+            while f.sock.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+        f.close()
+        for fd in f.calls:
+            os.close(fd)
+        if f.mem is not None:
+            f.mem.region.close()
+        mem.region.close()
+        assert _wait(lambda: not port.device.link_up)
+        g = Front(path)
+        rx_ring, tx_ring = g.setup(n=8, size=1 << 16)
+        assert _wait(lambda: port.link_up), port.disconnect_reason
+        off = g.mem.alloc(80)
+        tx_ring.set_desc(0, g.mem.gpa + off, 76)
+        tx_ring.make_avail(0)
+        hs = port.rx_burst(4)
+        assert len(hs) == 1
+        pool.free_bulk(hs)
+        g.close()
+        for fd in g.calls:
+            os.close(fd)
+        g.mem.region.close()
+        assert _wait(lambda: not port.link_up)
+        assert _wait(lambda: _fds() <= before), "fds leaked"
+    finally:
+        port.close()
+    assert pool.avail_count == pool.n
     pool.close()
