@@ -292,3 +292,96 @@ def test_fuzz_messages_never_break_the_back_end(tmp_path_factory, msgs, handshak
         port.close()
     assert pool.avail_count == pool.n
     pool.close()
+
+
+def _send_frame(f, tx_ring, slot, frame):
+    off = f.mem.alloc(12 + len(frame))
+    f.mem.write(off, bytes(12) + frame)
+    tx_ring.set_desc(slot, f.mem.gpa + off, 12 + len(frame))
+    tx_ring.make_avail(slot)
+
+
+def test_new_memory_table_while_running_moves_the_rings(served):
+    """A front end that re-sends SET_MEM_TABLE with the rings running (DPDK's virtio_user does
+    on a memory hotplug event): the rings stop, the new table is mapped, the rings restart at
+    the same indices, translated through the new table -- here the same memory under other
+    guest-physical and user-space addresses."""
+    port, pool, path = served
+    f = Front(path)
+    rx_ring, tx_ring = f.setup(n=16)
+    assert _wait(lambda: port.link_up)
+    _send_frame(f, tx_ring, 0, b"A" * 60)
+    hs = port.rx_burst(8)
+    assert [pool.mbuf(int(h)).tobytes() for h in hs] == [b"A" * 60]
+    pool.free_bulk(hs)
+    m = f.mem
+    delta = 1 << 32
+    # the same memory under other guest-physical addresses (ring addresses are user-space
+    # addresses, which stay): the rings restart and descriptors use the new gpa
+    assert f.mem_table(m, regions=[(m.gpa + delta, m.size, m.uva, 0)]) == 0
+    assert _wait(lambda: port.link_up), port.disconnect_reason
+    m.gpa += delta
+    _send_frame(f, tx_ring, 1, b"B" * 70)
+    hs = port.rx_burst(8)
+    assert [pool.mbuf(int(h)).tobytes() for h in hs] == [b"B" * 70]
+    pool.free_bulk(hs)
+    # a table that no longer holds the running rings is refused (NACK) and the link is down
+    assert f.mem_table(m, regions=[(m.gpa, m.size, m.uva + delta, 0)]) == 1
+    assert not port.link_up
+    assert "not inside one region" in port.disconnect_reason
+    assert tx_ring.take_used() == [(0, 0), (1, 0)]
+    f.close()
+
+
+def test_event_idx_decides_the_calls(served):
+    """With EVENT_IDX the device calls only when used.idx passes the driver's used_event."""
+    port, pool, path = served
+    f = Front(path)
+    f.negotiate(features=(1 << P.VIRTIO_RING_F_EVENT_IDX) | (1 << P.VIRTIO_F_VERSION_1)
+                | (1 << P.VHOST_USER_F_PROTOCOL_FEATURES))
+    calls = [os.eventfd(0, os.EFD_NONBLOCK) for _ in range(2)]
+    for i, fd in enumerate(calls):
+        f.u64(P.SET_VRING_CALL, i, fds=[fd])
+    f.mem = GuestMem(1 << 20)
+    assert f.mem_table(f.mem) == 0
+    from .guest import SplitRing
+    rings = [SplitRing(f.mem, 16) for _ in range(2)]
+    for i, r in enumerate(rings):
+        f.ring(i, r)
+        f.send(P.SET_VRING_ENABLE, P.STATE.pack(i, 1))
+    f.u64(P.SET_STATUS, 0x0F, flags=1 | P.F_NEED_REPLY)
+    assert f.ack() == 0
+    assert _wait(lambda: port.link_up), port.disconnect_reason
+    tx = rings[1]
+    used_event = tx.avail + 4 + 2 * tx.n
+
+    def counter():
+        try:
+            return struct.unpack("<Q", os.read(calls[1], 8))[0]
+        except BlockingIOError:
+            return 0
+
+    f.mem.write(used_event, struct.pack("<H", 5))        # call me once used passes 5
+    for k in range(4):                                    # used 0 -> 4: no call
+        _send_frame(f, tx, k, bytes(60))
+    pool.free_bulk(port.rx_burst(8))
+    assert counter() == 0
+    for k in range(4, 8):                                 # used 4 -> 8 crosses 6: one call
+        _send_frame(f, tx, k, bytes(60))
+    pool.free_bulk(port.rx_burst(8))
+    assert counter() == 1
+    for fd in calls:
+        os.close(fd)
+    f.close()
+
+
+def test_reset_owner_stops_the_rings(served):
+    port, pool, path = served
+    f = Front(path)
+    f.setup(n=16)
+    assert _wait(lambda: port.link_up)
+    f.send(P.RESET_OWNER)
+    assert _wait(lambda: not port.link_up)
+    req, flags, body = f.call(P.GET_FEATURES)             # the connection stays
+    assert struct.unpack("<Q", body)[0] == P.FEATURES_OFFERED
+    f.close()
