@@ -385,3 +385,24 @@ def test_reset_owner_stops_the_rings(served):
     req, flags, body = f.call(P.GET_FEATURES)             # the connection stays
     assert struct.unpack("<Q", body)[0] == P.FEATURES_OFFERED
     f.close()
+
+
+def test_memory_table_that_drops_some_rings_leaves_them_down(served, tmp_path):
+    """Two queue pairs running; a new table holds pair 0's rings but not pair 1's: NACK, pair 0
+    restarts in the new table, pair 1 stays down (never up with an address of the old one)."""
+    pool = served[1]
+    path = str(tmp_path / "mq.sock")
+    port = VhostPort(path, pool, queues=2)
+    try:
+        f = Front(path)
+        rings = f.setup(n=16, pairs=2)
+        assert _wait(lambda: [v.up for v in port.device.vrings] == [True] * 4)
+        m = f.mem
+        cut = rings[2].desc                       # the region ends where pair 1's rings begin
+        assert f.mem_table(m, regions=[(m.gpa, cut, m.uva, 0)]) == 1
+        assert [v.up for v in port.device.vrings] == [True, True, False, False]
+        assert port.link_up
+        assert port.rx_burst(8, 1).size == 0
+        f.close()
+    finally:
+        port.close()

@@ -187,8 +187,10 @@ class ControlLoop:
         try:
             P.check_message(req, payload, len(fds))
             with self.lock:
-                body = dev.handle(req, payload, fds)
-                dev.sync()
+                try:
+                    body = dev.handle(req, payload, fds)
+                finally:
+                    dev.sync()        # also after a refused message that changed ring states
         except P.VhostViolation as e:
             if need_ack:
                 dev.reason = e.reason

@@ -259,10 +259,11 @@ class VhostDevice:
         old, self.regions = self.regions, new
         for r in old:
             r.close()
-        for v in running:             # re-translate the running rings in the new table
+        for v in running:             # none of them may come up with an old address
             v.base = self._base_of(v)
             v.started = False
-            self._start(v)
+        for v in running:             # re-translate them in the new table (a failure leaves
+            self._start(v)            # it and the rest stopped)
 
     def _set_vring_num(self, payload, fds):
         index, num = P.STATE.unpack(payload)
