@@ -1,12 +1,14 @@
 """pktbuf Rx on a vhost port: the frames the guest sends, taken from its Tx vring (2k + 1).
 
-Per available chain (virtio 1.1 §2.6, §5.1.6; DPDK 22.11 ``virtio_dev_tx_split``):
+Per available chain -- split ring (:func:`rx_split`, virtio 1.1 §2.6) or packed ring
+(:func:`rx_packed`, §2.7), chosen per queue; §5.1.6; DPDK 22.11 ``virtio_dev_tx_split`` /
+``virtio_dev_tx_packed``:
 
 1. walk it once (:func:`~pktbuf.drivers.vhost.vring.walk_chain`): every descriptor read-only,
    every address inside the memory table; its buffers become host pieces;
 2. skip the virtio-net header (no offload is negotiated, so nothing in it matters) and copy
    the frame bytes into a chain of ``ceil(len / room)`` mbufs from the queue's pool;
-3. write the used entry ``(head, 0)``.
+3. hand it back: used entry ``(head, 0)`` (split), used descriptor ``(id, 0)`` (packed).
 
 A chain no longer than the header, or with more than ``MAX_FRAME`` bytes after it, is consumed
 and counted in ``QS_ERRORS``.  When the pool is dry the chain stays in the ring (``QS_NOMBUF``)

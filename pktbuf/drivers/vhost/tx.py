@@ -1,14 +1,16 @@
 """pktbuf Tx on a vhost port: frames written into the buffers the guest posted on its Rx vring
 (2k).
 
-Per packet (virtio 1.1 §5.1.6.3-4; DPDK 22.11 ``virtio_dev_rx_split``):
+Per packet -- split ring (:func:`tx_split`) or packed ring (:func:`tx_packed`), chosen per
+queue (virtio 1.1 §5.1.6.3-4; DPDK 22.11 ``virtio_dev_rx_split`` / ``virtio_dev_rx_packed``):
 
 1. take available chains (each walked once, every descriptor device-writable, every address
    inside the memory table) until their room holds the header and the frame -- one chain
    without MRG_RXBUF, as many as needed with it;
 2. write the header (zeros: no offload is negotiated; ``num_buffers`` = chains taken) and the
    frame's segments across the chains' pieces, filling each chain but the last completely;
-3. write one used entry per chain: ``(head, bytes written into it)``.
+3. write one used entry (split) or used descriptor (packed) per chain: ``(head or id, bytes
+   written into it)``.
 
 A packet that does not fit the chains available now ends the burst: it and the rest stay the
 caller's (``QS_MISSED``).  Sent mbufs are freed with one bulk free after ``used.idx`` is
