@@ -28,6 +28,7 @@ _LAZY = {
     "Telemetry": "pktbuf.telemetry.server",
     "RingPort": "pktbuf.drivers.ring.api",
     "MemifPort": "pktbuf.drivers.memif.api.port",
+    "VhostPort": "pktbuf.drivers.vhost.api.port",
     "parse_devargs": "pktbuf.drivers.common.api.devargs",
     "PcapPort": "pktbuf.drivers.pcap.api.port",
     "AfPacketPort": "pktbuf.drivers.af_packet.api",
@@ -61,12 +62,12 @@ from .errors import (AddressInUse, Busy, ChainTooLong, DoubleFree, DynBusy,  # n
                      NoSuchInterface, PcapError, PcapFormatError, PcapWriteError, PermissionDenied,
                      PoolExhausted, PortError, RefcntError, SanityCheckError, TelemetryError,
                      SharedDomainError, NoSuchDomain, LayoutMismatch, LcoreBusy, PeerDied,
-                     NoSuchRule, NoSuchKey, UseAfterFree)
+                     NoSuchRule, NoSuchKey, UseAfterFree, VhostError)
 
 __all__ = sorted(list(_LAZY) + ["PktbufError", "AddressInUse", "InvalidArgument", "InvalidHandle", "DoubleFree",
                                 "PoolExhausted", "OutOfMemory", "NoRoom", "OutOfRange",
                                 "RefcntError", "ChainTooLong", "SanityCheckError", "Busy",
-                                "MemifError", "MemifDisconnected", "MemifSocketError",
+                                "MemifError", "MemifDisconnected", "MemifSocketError", "VhostError",
                                 "DynExists", "DynBusy", "DynNotFound",
                                 "PcapError", "PcapFormatError", "PcapWriteError",
                                 "PortError", "NoSuchInterface", "PermissionDenied",
