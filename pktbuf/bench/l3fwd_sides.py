@@ -14,6 +14,7 @@ behind); the signals go to the forwarder itself, ``timeout``'s child.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -68,23 +69,29 @@ class L3fwdSide:
                                "-l", str(FWD_CPU), "--log-level=lib.eal:warning"] + vd + \
                 ["--"] + app
         self.proc = None
-        self.out = None
+        self.out = None         # the output file's path
 
     @property
     def pid(self):
         return self.proc.pid
 
     def _text(self) -> str:
-        self.out.flush()
-        self.out.seek(0)
-        return self.out.read()
+        # read through a descriptor of our own: the child's is opened O_APPEND, so our reads
+        # never move the offset it writes at (an inherited descriptor would share it)
+        try:
+            with open(self.out, errors="replace") as f:
+                return f.read()
+        except (OSError, TypeError):
+            return ""
 
     def start(self, timeout: float = 900.0) -> bool:
         env = dict(os.environ)
         env["PYTHONPATH"] = _root() + os.pathsep + env.get("PYTHONPATH", "")
-        self.out = tempfile.TemporaryFile("w+")  # noqa: SIM115 -- closed by close()
-        self.proc = subprocess.Popen(self.argv, stdout=self.out, stderr=subprocess.STDOUT,
-                                     text=True, env=env, start_new_session=True)
+        fd, self.out = tempfile.mkstemp(prefix="pktbuf-l3b-", suffix=".log")
+        os.close(fd)
+        with open(self.out, "ab") as w:
+            self.proc = subprocess.Popen(self.argv, stdout=w, stderr=subprocess.STDOUT,
+                                         env=env, start_new_session=True)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if "entering main loop" in self._text():
@@ -162,6 +169,7 @@ class L3fwdSide:
         """Kill what is left of the process and drop its output."""
         self._kill()
         if self.out is not None:
-            self.out.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.out)
             self.out = None
 
