@@ -37,3 +37,28 @@ def test_l3fwd_quick_table_is_complete(tmp_path):
             run = side["runs"][0]
             assert run["packets"] > 0 and run["busy_cycles"] > 0
             assert run["gen"]["received"] > 0
+
+
+def _side(cpp, lf=None, status="ok", reason=""):
+    return {"status": status, "reason": reason, "cycles_per_packet": cpp,
+            "loss_free_pps": lf, "loss_free_generator_limited": False, "waited": [0.0]}
+
+
+def test_failed_reference_is_reported_not_omitted():
+    from pktbuf.bench.l3fwd import markdown, rows
+    bad = _side(None, status="failed", reason="DPDK's l3fwd did not start")
+    case = {"status": "ok", "rate_pps": 1e5, "rate_rule": "given", "ratio": None,
+            "ratios_per_round": None, "rate_ratio": None}
+    doc = {"method": {"rounds": 1, "seconds": 1.0, "resolution": 0.03}, "loadavg": [0.0],
+           "cases": {"memif_lpm": {**case, "sides": {"pktbuf": _side(500.0, 2e6), "dpdk": bad}},
+                     "afxdp_lpm": {**case, "sides": {"pktbuf": _side(900.0), "dpdk": bad}},
+                     "memif_em": {**case, "sides": {"pktbuf": _side(600.0), "dpdk": bad}},
+                     "stage_io": {"status": "failed", "reason": "boom"}}}
+    got = rows(doc)
+    assert [g[0] for g in got] == KEYS
+    for key, mine, ref, ratio, *_rest in got:
+        met = _rest[-2]
+        assert ratio is None and met == "n/a"
+        assert "FAILED" in (mine if key == "stage_io" else ref)
+    text = markdown(doc)
+    assert text.count("FAILED") == 5 and "did not start" in text
