@@ -28,7 +28,7 @@ import numpy as np
 
 from ...drivers.common.kinds import MAX_PORTS
 from ...errors import PktbufError
-from ..stage.abi import F_STAGE_DROP, R_ALL_EOF, R_PORT_ERROR
+from ..stage.abi import F_RX, F_STAGE_DROP, R_ALL_EOF, R_PORT_ERROR
 from ..stage.api import Stage, StageRunner
 from . import kernels as K
 from . import options as O
@@ -161,9 +161,12 @@ def _supports_ptypes(port) -> bool:
     return bool(getattr(port, "supported_ptypes", ()))
 
 
-def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event | None = None):
+def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event | None = None,
+        report: threading.Event | None = None):
     """Run ``pktbuf l3fwd`` with ``argv`` (the words after ``l3fwd``); returns the exit
-    status.  ``stop``: an event that ends the run (the signal handlers set it)."""
+    status.  ``stop``: an event that ends the run (the signal handlers set it); ``report``:
+    with ``--record-core-cycles``, print the cycle line so far when it is set (SIGUSR1),
+    then clear it."""
     import pktbuf
     out = out or sys.stdout
     err = sys.stderr
@@ -235,10 +238,24 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
         for i, lc in enumerate(lcores):
             streams = [(p, q, p) for p, q, c in o.config if c == lc]
             runners.append(StageRunner(ports, stages[i], streams, lcore=i, txq=i,
-                                       burst=o.burst))
+                                       burst=o.burst, idle_backoff=o.idle_backoff,
+                                       record_cycles=o.record_cycles))
+        hz = None
+        if o.record_cycles:
+            from ..fwd.forwarder import tsc_hz
+            hz = tsc_hz()                   # measured now: a report must not pause the loop
+
+        def tick():
+            if report is not None and report.is_set():
+                report.clear()
+                if hz is not None:
+                    say(cycles_line(runners, hz))
+
         say("L3FWD: entering main loop")
-        status = _forward(runners, stop, seconds)
+        status = _forward(runners, stop, seconds, tick)
         _summary(say, runners, ports)
+        if hz is not None:
+            say(cycles_line(runners, hz))
         return status
     except Failure as e:
         print(f"EAL: Error - exit with code: 1\n  Cause: {e}", file=err)
@@ -258,13 +275,15 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
                 pass
 
 
-def _forward(runners, stop, seconds) -> int:
+def _forward(runners, stop, seconds, tick=lambda: None) -> int:
     deadline = None if seconds is None else time.monotonic() + seconds
     status = [EXIT_OK] * len(runners)
 
     def one(i, r):
         while not stop.is_set():
             rc = r.run(SLICE)
+            if len(runners) == 1:
+                tick()
             if rc == R_PORT_ERROR:
                 status[i] = EXIT_FAILURE
                 stop.set()
@@ -284,6 +303,7 @@ def _forward(runners, stop, seconds) -> int:
         while any(t.is_alive() for t in ts):
             for t in ts:
                 t.join(0.1)
+            tick()
     return max(status)
 
 
@@ -304,6 +324,15 @@ def _summary(say, runners, ports):
     say("l3fwd: " + " ".join(f"{k} {v}" for k, v in {**counters, **drops}.items()))
 
 
+def cycles_line(runners, hz: float) -> str:
+    """``--record-core-cycles``' line -- the one the reference's ``cycles.patch`` prints
+    (:mod:`pktbuf.bench.l3fwd_ref.build`): busy TSC cycles and the packets received in those
+    iterations so far, over every lcore, and the TSC's rate."""
+    cyc = sum(r.busy_cycles() for r in runners)
+    pkts = sum(int(r.cnt[:, F_RX].sum()) for r in runners)
+    return f"L3FWD: busy cycles={cyc} packets={pkts} tsc_hz={int(hz)}"
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     stop = threading.Event()
@@ -312,9 +341,11 @@ def main(argv=None) -> int:
         print(f"\n\nSignal {signum} received, preparing to exit...", flush=True)
         stop.set()
 
+    report = threading.Event()
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    old[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, lambda signum, frame: report.set())
     try:
-        return run(argv, stop=stop)
+        return run(argv, stop=stop, report=report)
     finally:
         for s, h in old.items():
             signal.signal(s, h)

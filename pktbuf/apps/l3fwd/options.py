@@ -12,7 +12,9 @@ works as it is:
   ``--eth-dest X,MAC`` (repeatable), ``--parse-ptype``, ``-P``, ``--ipv6``,
   ``--max-pkt-len N``, ``--per-port-pool``, ``--no-numa``, ``--rx-queue-size N``,
   ``--tx-queue-size N``, ``--mode poll``; and pktbuf's own ``--ttl-expiry`` (drop expired
-  TTLs, as a router must; DPDK's l3fwd does not) and ``--burst N``.
+  TTLs, as a router must; DPDK's l3fwd does not), ``--burst N``, ``--record-core-cycles``
+  (count the busy TSC cycles, as testpmd's option of that name, and print them at the end)
+  and ``--no-idle-backoff`` (poll without backing off when idle, as DPDK's l3fwd polls).
 
 Long options take ``--opt=value`` or ``--opt value``, and unique prefixes, as
 ``getopt_long`` does.  The values are read as DPDK reads them: the port mask with
@@ -77,6 +79,8 @@ class Options:
     burst: int = 32
     rx_queue_size: int | None = None
     tx_queue_size: int | None = None
+    record_cycles: bool = False
+    idle_backoff: bool = True
 
     def lcores(self) -> list[int]:
         return sorted({lc for _, _, lc in self.config})
@@ -229,6 +233,8 @@ def _l3fwd_parser() -> argparse.ArgumentParser:
     p.add_argument("--alg")
     p.add_argument("--ttl-expiry", action="store_true")
     p.add_argument("--burst", type=cli_number(int, 1, 512), default=32)
+    p.add_argument("--record-core-cycles", dest="record_cycles", action="store_true")
+    p.add_argument("--no-idle-backoff", dest="no_idle_backoff", action="store_true")
     return p
 
 
@@ -281,6 +287,7 @@ def parse(argv: list[str]) -> Options:
     o.parse_ptype, o.promiscuous, o.ipv6 = ns.parse_ptype, ns.promiscuous, ns.ipv6
     o.per_port_pool, o.ttl_expiry, o.burst = ns.per_port_pool, ns.ttl_expiry, ns.burst
     o.rx_queue_size, o.tx_queue_size = ns.rx_queue_size, ns.tx_queue_size
+    o.record_cycles, o.idle_backoff = ns.record_cycles, not ns.no_idle_backoff
     for port, queue, lcore in o.config:
         if queue >= MAX_RX_QUEUE_PER_PORT:
             raise UsageError(f"invalid queue number: {queue}")

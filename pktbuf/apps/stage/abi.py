@@ -39,7 +39,8 @@ F_TX = 1            # packets a Tx queue took
 F_TX_DROP = 2       # packets a Tx queue did not take (freed)
 F_RX_BYTES = 3
 F_TX_BYTES = 4
-F_STAGE_DROP = 6    # packets the stage dropped, counted on their Rx port (5: fwd's busy cycles)
+F_BUSY_CYCLES = 5   # record_cycles: TSC cycles of the iterations that received packets
+F_STAGE_DROP = 6    # packets the stage dropped, counted on their Rx port
 F_WORDS = 8
 
 # what the loop returns (as pktbuf fwd's)

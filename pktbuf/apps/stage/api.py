@@ -28,7 +28,8 @@ from ...drivers.common.kinds import MAX_PORTS
 from ...errors import InvalidArgument
 from ...idle import IDLE_SLEEP_MAX_US
 from . import gen
-from .abi import F_RX, F_RX_BYTES, F_STAGE_DROP, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS
+from .abi import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_STAGE_DROP, F_TX, F_TX_BYTES,
+                  F_TX_DROP, F_WORDS)
 
 __all__ = ["Stage", "StageError", "StageRunner", "MAX_BURST"]
 
@@ -157,10 +158,12 @@ class Stage:
 class StageRunner:
     """One lcore's loop over ``streams`` -- (rx port, rx queue, default Tx port) each --
     through ``stage``.  ``txq``: the Tx queue this lcore sends on; ``lcore``: its id (mempool
-    cache); ``idle_backoff``: back off when polls find nothing (pktbuf fwd's default)."""
+    cache); ``idle_backoff``: back off when polls find nothing (pktbuf fwd's default);
+    ``record_cycles``: count the busy TSC cycles (:meth:`busy_cycles`), as testpmd's
+    ``--record-core-cycles`` (off: the loop reads no clock for it)."""
 
     def __init__(self, ports, stage: Stage, streams, *, lcore: int = 0, txq: int = 0,
-                 burst: int = 32, idle_backoff: bool = True):
+                 burst: int = 32, idle_backoff: bool = True, record_cycles: bool = False):
         if not 1 <= burst <= MAX_BURST:
             raise InvalidArgument(f"burst must be in 1..{MAX_BURST}")
         st = np.asarray(list(streams), dtype=np.int64).reshape(-1, 3)
@@ -169,6 +172,7 @@ class StageRunner:
         self.ports, self.stage, self.streams = ports, stage, st
         self.lcore, self.txq, self.burst = int(lcore), int(txq), int(burst)
         self.idle_max_us = IDLE_SLEEP_MAX_US if idle_backoff else -1
+        self.record_cycles = bool(record_cycles)
         self.cnt = np.zeros((MAX_PORTS, F_WORDS), np.int64)
         self.scnt = np.zeros(max(1, len(stage.counters)), np.int64)
         self.drops = np.zeros(len(stage.drop_reasons) + 1, np.int64)
@@ -185,7 +189,13 @@ class StageRunner:
         return int(self.stage.loop(self.ports.state, self.lcore, self.streams, self.txq,
                                    self.burst, self.stage.state, self.cnt, self.scnt,
                                    self.drops, self._dest, self._pk, self._txbuf, self._txn,
-                                   self._touched, deadline, self.idle_max_us))
+                                   self._touched, deadline, self.idle_max_us,
+                                   self.record_cycles))
+
+    def busy_cycles(self) -> int:
+        """TSC cycles of the iterations that received packets (0 without
+        ``record_cycles``)."""
+        return int(self.cnt[:, F_BUSY_CYCLES].sum())
 
     def counters(self) -> dict:
         return {n: int(self.scnt[i]) for i, n in enumerate(self.stage.counters)}

@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from pktbuf._jit import kernel
-from pktbuf.apps.stage.abi import (F_RX, F_RX_BYTES, F_STAGE_DROP, F_TX, F_TX_BYTES,
-                                   F_TX_DROP, R_ALL_EOF, R_DEADLINE, R_PORT_ERROR)
+from pktbuf.apps.stage.abi import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_STAGE_DROP, F_TX,
+                                   F_TX_BYTES, F_TX_DROP, R_ALL_EOF, R_DEADLINE, R_PORT_ERROR)
+from pktbuf.atomics import tsc_read
 from pktbuf.buf.mbuf.free import pktmbuf_free_bulk
 from pktbuf.ethdev.burst import (eth_domain, rx_burst, rx_queue_eof, rx_queue_error, tx_burst,
                                  tx_queue_error)
@@ -73,7 +74,7 @@ def streams_broken(eth, streams, txq):
 
 @kernel
 def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, pk, txbuf, txn,
-               touched, deadline_ns, idle_max_us):
+               touched, deadline_ns, idle_max_us, record_cycles):
     """Forward through ``run_stage`` until the deadline, an error or the end of every input.
 
     ``streams``: int64[S, 3]; ``cnt``: int64[ports, F_WORDS] (``txbuf.shape[0]`` ports);
@@ -81,7 +82,9 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
     slot for undeclared reasons and port ids outside the table; scratch: ``dest``, ``pk``:
     int32[>= burst], ``txbuf``: int32[ports, >= burst], ``txn``, ``touched``: int64[ports]
     (``txn`` all 0 on entry, and so on exit).  ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s
-    cap.
+    cap.  ``record_cycles``: add the TSC cycles of every stream iteration that received
+    packets, from before its Rx burst to after its last Tx burst, to ``cnt[rx port,
+    F_BUSY_CYCLES]`` (testpmd's ``--record-core-cycles``; pktbuf fwd's count).
     """
     dom = eth_domain(eth)
     mb = dom.mb
@@ -97,6 +100,7 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             rxp = streams[s, 0]
             rxq = streams[s, 1]
             dflt = streams[s, 2]
+            t0 = tsc_read() if record_cycles else 0
             n = rx_burst(eth, rxp, rxq, lcore, pk, burst)
             if n == 0:
                 if rx_queue_error(eth, rxp, rxq) != 0:
@@ -119,6 +123,8 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             if diff == 0 and d0 >= 0 and d0 < maxp:
                 if _send(eth, dom, d0, txq, lcore, pk, n, cnt):
                     failed = True
+                if record_cycles:
+                    cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
                 continue
             nt = 0
             nd = 0
@@ -148,6 +154,8 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
                 txn[d] = 0
                 if _send(eth, dom, d, txq, lcore, txbuf[d], c, cnt):
                     failed = True
+            if record_cycles:
+                cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
         if failed:
             return R_PORT_ERROR
         if work == 0:

@@ -17,6 +17,16 @@ Ctrl-C does and returns its exit status and output.  DPDK 22.11 sometimes hangs 
 after closing its ports (the output files are complete by then): such a run is killed and, if
 its log shows every port closed, accepted; otherwise it is retried, a bounded number of times.
 
+``build(cycles=True)`` applies ``cycles.patch`` as well, for ``pktbuf bench l3fwd``: DPDK's
+l3fwd prints no cycle counts, so the patch adds, per lcore, the TSC cycles of every loop
+iteration that received packets (``rte_rdtsc`` before ``rte_eth_rx_burst`` to after the burst's
+``l3fwd_*_send_packets``, as testpmd's ``--record-core-cycles`` counts them) and the packets
+those iterations received, in the LPM and EM main loops (``lpm_main_loop``, ``em_main_loop``),
+and prints their sums, ``L3FWD: busy cycles=C packets=N tsc_hz=H``, on SIGUSR1 (the sums so
+far, written with ``write(2)`` from the handler) and once the lcores have stopped (SIGINT /
+SIGTERM), before the ports close.  Forwarding is unchanged; the two patched builds are cached
+apart.
+
 ``python -m pktbuf.bench.l3fwd_ref.build`` builds it and prints the binary's path.
 """
 from __future__ import annotations
@@ -36,6 +46,7 @@ from pathlib import Path
 from ..dpdk_ref import DpdkFailed, DpdkMissing, cache_dir, toolchain
 
 PATCH = Path(__file__).with_name("offloads.patch")
+CYCLES_PATCH = Path(__file__).with_name("cycles.patch")
 EXAMPLES = "/usr/share/dpdk/examples"
 PCAP_HDR = 24
 
@@ -53,10 +64,10 @@ def _tree_digest(root: Path) -> bytes:
     return h.digest()
 
 
-def build(env=None) -> Path:
+def build(env=None, *, cycles: bool = False) -> Path:
     """The patched ``dpdk-l3fwd`` binary, built on first use; :class:`DpdkMissing` when DPDK,
     a compiler, ``make``, ``patch`` or the example sources are absent, :class:`DpdkFailed`
-    when the build fails."""
+    when the build fails.  ``cycles``: with ``cycles.patch`` too (busy-cycle counts)."""
     env = dict(os.environ if env is None else env)
     tc = toolchain(env)
     ex = examples_dir(env)
@@ -67,7 +78,9 @@ def build(env=None) -> Path:
     for tool in ("make", "patch"):
         if shutil.which(tool, path=env.get("PATH")) is None:
             raise DpdkMissing(f"DPDK's l3fwd not built: no {tool} on PATH")
-    key = hashlib.sha256(_tree_digest(src) + _tree_digest(common) + PATCH.read_bytes()
+    patches = [PATCH, CYCLES_PATCH] if cycles else [PATCH]
+    key = hashlib.sha256(_tree_digest(src) + _tree_digest(common)
+                         + b"".join(p.read_bytes() for p in patches)
                          + tc.version.encode() + tc.cc.encode()).hexdigest()[:16]
     base = cache_dir(env)
     base.mkdir(parents=True, exist_ok=True)
@@ -84,11 +97,13 @@ def build(env=None) -> Path:
         try:
             shutil.copytree(src, tmp / "l3fwd")
             shutil.copytree(common, tmp / "common")
-            r = subprocess.run(["patch", "-p1", "--forward", "-i", str(PATCH)],
-                               cwd=tmp / "l3fwd", capture_output=True, text=True, timeout=60)
-            if r.returncode != 0:
-                raise DpdkFailed(f"offloads.patch does not apply to {src}:\n"
-                                 f"{r.stdout}{r.stderr}")
+            for pf in patches:
+                r = subprocess.run(["patch", "-p1", "--forward", "-i", str(pf)],
+                                   cwd=tmp / "l3fwd", capture_output=True, text=True,
+                                   timeout=60)
+                if r.returncode != 0:
+                    raise DpdkFailed(f"{pf.name} does not apply to {src}:\n"
+                                     f"{r.stdout}{r.stderr}")
             menv = dict(env)
             menv.setdefault("CC", tc.cc)
             r = subprocess.run(["make", "-s"], cwd=tmp / "l3fwd", capture_output=True,
@@ -179,11 +194,13 @@ def _run_once(cmd, outputs, expect_frames, settle_s, timeout_s, stop_grace_s, np
 
 def run(args: list, outputs: list, *, expect_frames: int | None = None, nports: int = 2,
         settle_s: float = 1.0, timeout_s: float = 30.0, stop_grace_s: float = 5.0,
-        retries: int = 3, env=None, prefix: str | None = None, mem_mb: int = 512) -> RefRun:
+        retries: int = 3, env=None, prefix: str | None = None, mem_mb: int = 512,
+        cycles: bool = False) -> RefRun:
     """Run the reference: ``args`` are EAL's ``--vdev`` arguments, ``--`` and l3fwd's own.
     EAL runs without hugepages or PCI and shares nothing on disk, with ``mem_mb`` of memory
-    (EM mode's two 4 M-entry hash tables need more than the 512 MB that suit LPM)."""
-    exe = build(env)
+    (EM mode's two 4 M-entry hash tables need more than the 512 MB that suit LPM).
+    ``cycles``: the build with ``cycles.patch``."""
+    exe = build(env, cycles=cycles)
     prefix = prefix or f"pbl3-{os.getpid()}-{time.monotonic_ns() % 10**9}"
     eal = ["--no-huge", "-m", str(mem_mb), "--no-pci", "--no-shconf", "--no-telemetry",
            f"--file-prefix={prefix}", "-l", "0", "--log-level=lib.eal:warning"]
@@ -197,7 +214,7 @@ def run(args: list, outputs: list, *, expect_frames: int | None = None, nports: 
 
 if __name__ == "__main__":
     try:
-        print(build())
+        print(build(cycles="--cycles" in sys.argv[1:]))
     except (DpdkMissing, DpdkFailed) as e:
         print(e, file=sys.stderr)
         sys.exit(1)
