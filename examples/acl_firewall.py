@@ -76,9 +76,10 @@ def compile_rules(rules) -> np.ndarray:
         except ValueError as e:             # not a prefix, or host bits set
             raise pktbuf.InvalidArgument(f"rule {i}: {e}") from None
         sport, dport = _ports(r.pop("sport", None), "sport"), _ports(r.pop("dport", None), "dport")
-        if act not in ACTIONS or (proto not in PROTOS and not isinstance(proto, int)) or r:
+        if act not in ACTIONS or r or not (proto in PROTOS or (
+                isinstance(proto, int) and 0 <= proto <= 255)):
             raise pktbuf.InvalidArgument(f"rule {i}: action permit/deny, proto {list(PROTOS)} "
-                                         f"or a number, src, dst, sport, dport; got {rules[i]}")
+                                         f"or 0..255, src, dst, sport, dport; got {rules[i]}")
         if (sport[0] >= 0 or dport[0] >= 0) and proto not in ("tcp", "udp", 6, 17):
             raise pktbuf.InvalidArgument(f"rule {i}: ports need proto tcp or udp")
         out[i] = (int(src.network_address), int(src.netmask), int(dst.network_address),
@@ -185,10 +186,13 @@ def main():
                              ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed)
             return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + struct.pack("!HH", 40000,
                                                                                dport) + bytes(16)
-        frames = [frame("10.1.2.3", "192.0.2.10", 6, 80), frame("10.1.2.3", "192.0.2.10", 6, 23),
-                  frame("10.66.1.1", "192.0.2.10", 6, 443), frame("10.9.9.9", "192.0.2.53", 17, 53),
-                  frame("198.51.100.7", "192.0.2.53", 17, 53), frame("10.1.2.3", "192.0.2.1", 1),
-                  frame("10.1.2.3", "192.0.2.10", 6, 443)]
+        frames = [frame("10.1.2.3", "192.0.2.10", 6, 80),        # permitted (web)
+                  frame("10.1.2.3", "192.0.2.10", 6, 23),        # denied (telnet)
+                  frame("10.66.1.1", "192.0.2.10", 6, 443),      # denied (quarantined)
+                  frame("10.9.9.9", "192.0.2.53", 17, 53),       # permitted (DNS)
+                  frame("198.51.100.7", "192.0.2.53", 17, 53),   # default: denied
+                  frame("10.1.2.3", "192.0.2.1", 1),             # permitted (ICMP)
+                  frame("10.1.2.3", "192.0.2.10", 6, 443)]       # permitted (web)
         st = stage()
         out, run = forward(st, frames, pool, ports)
         print(f"permitted {len(out)} of {len(frames)} frames; counters {run.counters()}; "

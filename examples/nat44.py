@@ -34,8 +34,12 @@ from pktbuf.apps.stage.abi import stage_drop
 from pktbuf.apps.stage.api import Stage, StageRunner
 from pktbuf.kernels import (cksum_update16, cksum_update32, hash_add_key_data, hash_del_key,
                             hash_lookup_data, hdr_read, pktmbuf_write)
+from pktbuf.ethdev.layout import MAX_PORTS
 from pktbuf.net.hdr.ether import ETHER_TYPE_IPV4, ether_l3_off
-from pktbuf.net.hdr.ipv4 import ipv4_hdr_len, ipv4_hdr_ptr, ipv4_is_fragment
+from pktbuf.net.hdr.icmp import ICMP_CKSUM, ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST, ICMP_IDENT
+from pktbuf.net.hdr.ipv4 import (IPV4_CKSUM, IPV4_DST, IPV4_SRC, ipv4_hdr_len, ipv4_hdr_ptr,
+                                 ipv4_is_fragment, ipv4_proto)
+from pktbuf.net.hdr.l4 import TCP_CKSUM, TCP_DST_PORT, TCP_SRC_PORT, UDP_CKSUM
 from pktbuf.net.hdr.mem import load_be16, load_be32, stack_u8, store_be16, store_be32
 
 COUNTERS = ("out", "in", "new_mappings")
@@ -98,22 +102,25 @@ def translate(dom, h, inside, in2out, out2in, cfg, key, ipbuf, l4buf):
         return stage_drop(D_BAD)
     if ipv4_is_fragment(ip):
         return stage_drop(D_FRAG)
-    proto = load_be16(ip + 8) & 0xFF         # the byte after the TTL
+    proto = ipv4_proto(ip)
     l4 = l3 + ipv4_hdr_len(ip)
+    # the header bytes needed, where the port (source out, destination in) and checksum are
+    port_off = TCP_SRC_PORT if inside else TCP_DST_PORT     # the same offsets in UDP
     if proto == TCP:
-        size, port_off, ck_off = 20, 0 if inside else 2, 16
+        size, ck_off = 20, TCP_CKSUM
     elif proto == UDP:
-        size, port_off, ck_off = 8, 0 if inside else 2, 6
+        size, ck_off = 8, UDP_CKSUM
     elif proto == ICMP:
-        size, port_off, ck_off = 8, 4, 2    # the echo identifier stands for the port
+        size, port_off, ck_off = 8, ICMP_IDENT, ICMP_CKSUM  # the identifier is the port
     else:
         return stage_drop(D_UNSUPPORTED)
     q = hdr_read(dom, h, l4, size, l4buf)
     if q < 0:
         return stage_drop(D_BAD)
-    if proto == ICMP and load_be16(q) >> 8 != (8 if inside else 0):
-        return stage_drop(D_UNSUPPORTED)    # echo requests go out, echo replies come in
-    addr_off = 12 if inside else 16         # the source address out, the destination in
+    echo = ICMP_ECHO_REQUEST if inside else ICMP_ECHO_REPLY     # requests out, replies in
+    if proto == ICMP and load_be16(q) >> 8 != echo:
+        return stage_drop(D_UNSUPPORTED)
+    addr_off = IPV4_SRC if inside else IPV4_DST
     addr, port = load_be32(ip + addr_off), load_be16(q + port_off)
     new = False
     if inside:
@@ -127,7 +134,7 @@ def translate(dom, h, inside, in2out, out2in, cfg, key, ipbuf, l4buf):
             return stage_drop(D_NOMAP)
         to = np.int64(data)
     naddr, nport = to >> 16, to & 0xFFFF
-    store_be16(ip + 10, cksum_update32(load_be16(ip + 10), addr, naddr))
+    store_be16(ip + IPV4_CKSUM, cksum_update32(load_be16(ip + IPV4_CKSUM), addr, naddr))
     store_be32(ip + addr_off, naddr)
     ck = load_be16(q + ck_off)
     if not (proto == UDP and ck == 0):
@@ -165,8 +172,9 @@ def stage(inside_port: int = 0, pool: str = "203.0.113.4/30", ports=(1024, 65535
     ``entries`` mappings."""
     net = ipaddress.IPv4Network(pool)
     lo, hi = ports
-    if not 0 <= inside_port < 64 or not 0 <= lo <= hi <= 0xFFFF:
-        raise pktbuf.InvalidArgument("inside_port in 0..63, ports a range in 0..65535")
+    if not 0 <= inside_port < MAX_PORTS or not 0 <= lo <= hi <= 0xFFFF:
+        raise pktbuf.InvalidArgument(f"inside_port in 0..{MAX_PORTS - 1}, ports a range in "
+                                     "0..65535")
     cfg = np.zeros(8, np.int64)
     cfg[[C_INSIDE, C_BASE, C_NPORTS, C_PORT_LO]] = (inside_port, int(net.network_address),
                                                     hi - lo + 1, lo)
@@ -206,29 +214,23 @@ def forward(st: Stage, frames, pool, ports, rx: int = 0, tx: int = 1):
 def main():
     import struct
 
-    def csum(b):                            # RFC 1071, for building the test frames
-        b += bytes(len(b) & 1)
-        s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        return ~s & 0xFFFF
+    from pktbuf.net.cksum import api as ck     # whole-packet checksums, for checking
 
-    def udp(src, sport, dst, dport, payload):
+    def udp(src, sport, dst, dport, payload):   # an Ethernet/IPv4/UDP frame, checksums right
         a, b = ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28 + len(payload), 1, 0, 64, 17, 0, a, b)
+        ip = ip[:10] + struct.pack("<H", ck.ipv4_cksum(ip)) + ip[12:]   # DPDK's byte order
         u = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
-        u = u[:6] + struct.pack("!H", csum(a + b + struct.pack("!HH", 17, len(u)) + u)) + u[8:]
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(u), 1, 0, 64, 17, 0, a, b)
-        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        u = u[:6] + struct.pack("<H", ck.ipv4_udptcp_cksum(ip + u)) + u[8:]
         return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + u
 
-    def fields(f):                          # (src, sport, dst, dport) of such a frame
+    def fields(f):                              # (src, sport, dst, dport) of such a frame
+        sport, dport = struct.unpack_from("!HH", f, 34)
         a = ipaddress.IPv4Address
-        return (str(a(f[26:30])), *struct.unpack("!H", f[34:36]), str(a(f[30:34])),
-                *struct.unpack("!H", f[36:38]))
+        return str(a(f[26:30])), sport, str(a(f[30:34])), dport
 
     def show(f):
-        ok = csum(f[14:34]) == 0 and csum(f[26:34] + struct.pack("!HH", 17, len(f) - 34)
-                                          + f[34:]) == 0
+        ok = ck.ipv4_cksum_verify(f[14:]) and ck.ipv4_udptcp_cksum_verify(f[14:])
         src, sport, dst, dport = fields(f)
         return f"{src}:{sport} -> {dst}:{dport} (checksums {'good' if ok else 'BAD'})"
 

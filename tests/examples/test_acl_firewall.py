@@ -98,6 +98,7 @@ def test_example_policy(wire):
 @pytest.mark.parametrize("bad", [
     {"action": "allow"}, {"action": "permit", "src": "10.0.0.0/33"},
     {"action": "permit", "dst": "10.0.0.1/8"}, {"action": "permit", "proto": "sctp"},
+    {"action": "permit", "proto": 256},
     {"action": "permit", "proto": "tcp", "dport": (90, 80)},
     {"action": "permit", "proto": "icmp", "dport": 80}, {"action": "deny", "port": 1},
     {"action": "permit", "proto": "tcp", "sport": 70000}])
