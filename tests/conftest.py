@@ -42,7 +42,7 @@ SYSTEM_FILES = {"test_docs.py", "test_options.py", "test_examples.py", "test_exa
 # tests, nor the interop runs against testpmd, tcpdump and tshark (in those directories too):
 # they run the same kernels through processes and peers and add no kernel paths of their own.
 CHECKED_DIRS = {"core", "fuzz", "memif", "pcap", "af_packet", "af_xdp", "heap", "pagepool", "rss",
-                "distrib", "ethdev", "net", "vhost"}
+                "distrib", "ethdev", "net", "vhost", "examples"}
 NOT_CHECKED_FILES = {"test_testpmd.py", "test_processes.py", "test_tools.py", "test_demo_bench.py",
                      "test_ptype_tshark.py", "test_lpm_bench.py", "test_hash_bench.py",
                      "test_jit_cache.py", "test_examples.py"}

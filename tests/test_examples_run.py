@@ -17,7 +17,8 @@ def _env():
 
 def test_every_example_is_run_here():
     assert sorted(f for f in os.listdir(EX) if f.endswith(".py")) == [
-        "memif_forwarder.py", "memif_traffic.py", "njit_pipeline.py"]
+        "acl_firewall.py", "flow_counter.py", "memif_forwarder.py", "memif_traffic.py",
+        "nat44.py", "njit_pipeline.py"]
 
 
 def test_njit_pipeline(tmp_path):
@@ -57,3 +58,38 @@ def test_memif_forwarder_and_traffic(tmp_path):
     assert "error" not in last_gen and "error" not in last_fwd
     assert last_gen["final"] and last_gen["rx"] > 0 and last_gen["bad"] == 0
     assert last_fwd["rx"] >= last_gen["rx"] > 0
+
+
+def _run_example(name, tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(EX, name)], capture_output=True, text=True,
+                       timeout=900, env=_env(), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_flow_counter(tmp_path):
+    out = _run_example("flow_counter.py", tmp_path)
+    assert "forwarded 9 of 9 frames" in out and "'new_flows': 3" in out
+    top = [x.split() for x in out.splitlines() if x.startswith("  proto")]
+    assert [(t[2], t[5], t[7]) for t in top] == [("10.0.0.2:2000", "3", "3126"),
+                                                 ("10.0.0.1:1000", "5", "710"),
+                                                 ("10.0.0.3:3000", "1", "52")]
+    assert "pool back to 1024/1024" in out
+
+
+def test_acl_firewall(tmp_path):
+    out = _run_example("acl_firewall.py", tmp_path)
+    assert "permitted 4 of 7 frames" in out and "'denied': 3" in out
+    hits = [int(x.split()[0]) for x in out.splitlines() if x.strip().endswith(("}", "default"))
+            and "hits" in x]
+    assert hits == [1, 1, 1, 1, 1, 1, 1]
+    assert "pool back to 1024/1024" in out
+
+
+def test_nat44(tmp_path):
+    out = _run_example("nat44.py", tmp_path)
+    assert "inside -> outside: 3 of 3" in out and "'new_mappings': 2" in out
+    assert "outside -> inside: 3 of 4" in out and "{'no_mapping': 1}" in out
+    assert "BAD" not in out and out.count("checksums good") == 12
+    assert "10.0.0.1:5001 <-> 203.0.113.4:1024" in out
+    assert "pool back to 1024/1024" in out
