@@ -250,6 +250,18 @@ def as_stage(stage, state=None):
     return Stage(stage, state=state)
 
 
+def check_stage(stage) -> None:
+    """Compile (or load) ``stage``'s loop over a port table with no port in it (a small pool
+    of its own, closed here): :class:`~pktbuf.apps.stage.api.StageError` if it cannot run."""
+    from ...ethdev.api import Ports
+    from ...buf.domain.pools import PktmbufPool
+    pool = PktmbufPool(64, 0, name=f"stage-check-{id(stage):x}")
+    try:
+        stage.check(Ports(pool))
+    finally:
+        pool.close(force=True)
+
+
 def stage_report(name: str, counters: dict, drops: dict) -> dict:
     """What ``--json``, the tables and ``/pktbuf/stage`` show of a stage: its name, its
     counters, its drops per reason (``invalid`` last) and their total."""
@@ -272,9 +284,12 @@ def tsc() -> int:
 def build_or_report(make, json_lines: bool = False):
     """``make()``, or None after printing why it failed as ``pktbuf fwd`` reports errors
     (one line on stderr; with ``json_lines`` also an ``error`` event on stdout)."""
-    from ...errors import InvalidArgument, PktbufError
+    from ...errors import PktbufError
+    from ..stage.api import StageError
     try:
         return make()
+    except StageError:
+        raise                       # the caller's: a usage error (status 2), not an open failure
     except (PktbufError, OSError) as e:
         print(f"pktbuf fwd: {e}", file=sys.stderr)
         if json_lines:
@@ -345,8 +360,11 @@ def sigterm_stops() -> tuple[dict, object]:
     return stop, signal.signal(signal.SIGTERM, on_term)
 
 
-def start_telemetry(a, fw):
-    """Start the telemetry server if available (``--no-telemetry`` turns it off)."""
+def start_telemetry(a, fw, stage_stats=None, stage_dropped=None):
+    """Start the telemetry server if available (``--no-telemetry`` turns it off).  With a
+    stage (``fw``'s own, or ``stage_stats()``/``stage_dropped(port id)`` of a distributor's
+    workers), each port's xstats end with ``stage_dropped`` and ``/pktbuf/stage`` is
+    served."""
     if a.no_telemetry:
         return None
     from ...telemetry.server import Telemetry
@@ -356,17 +374,16 @@ def start_telemetry(a, fw):
     except (TelemetryError, OSError) as e:       # forwarding does not depend on it
         print(f"pktbuf fwd: no telemetry: {e}", file=sys.stderr)
         return None
+    if fw.stage is not None:
+        stage_stats = fw.stage_stats
+        stage_dropped = (lambda pid: int(fw.cnt[pid, F_STAGE_DROP]))
     for p in fw.ports:
-        if fw.stage is None:
-            t.add_port(p)
-        else:
-            t.add_port(StagePort(p, lambda pid: int(fw.cnt[pid, F_STAGE_DROP])))
+        t.add_port(p if stage_stats is None else StagePort(p, stage_dropped))
     t.add_mempool(fw.pool)
     register_failures(t, fw.failures, fw.warnings)
-    if fw.stage is not None:
-        register_stage(t, fw.stage_stats,
-                       lambda: {p.port_id: int(fw.cnt[p.port_id, F_STAGE_DROP])
-                                for p in fw.ports})
+    if stage_stats is not None:
+        register_stage(t, stage_stats, lambda: {p.port_id: stage_dropped(p.port_id)
+                                                for p in fw.ports})
     return t
 
 

@@ -168,12 +168,12 @@ def main(argv=None, *, before_start=None) -> int:
             return EXIT_FAILURE
     stage = None
     try:
+        if a.workers:           # the spec goes to every process, each makes its stage
+            if a.distributor:
+                return main_distrib(a, peers)
+            return main_workers(a, peers)
         if a.stage is not None:
             stage = Stage.from_spec(a.stage)
-        if a.workers:
-            if a.distributor:
-                return main_distrib(a, peers, stage)
-            return main_workers(a, peers, stage)
         fw = build_or_report(lambda: Forwarder(
             a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts, nb_mbufs=a.total_num_mbufs,
             mbuf_size=a.mbuf_size, peers=peers, record_cycles=a.record_core_cycles,

@@ -93,6 +93,12 @@ def file_module(path: str):
     return m
 
 
+def _required(fn) -> set:
+    """The names of ``fn``'s parameters that have no default."""
+    return {p.name for p in inspect.signature(fn).parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
 class Stage:
     """A stage: ``fn(state, dom, rx_port, pkts, n, dest, cnt)`` (see
     :mod:`pktbuf.apps.stage.abi`), the ``state`` passed to it, the names of its ``counters``
@@ -169,6 +175,10 @@ class Stage:
                 return cls(obj)
             except StageError as e:
                 raise StageError(f"--stage {spec}: {e}") from None
+        if inspect.isfunction(obj) and _required(obj) - {"worker"}:
+            # parameters a factory would not take: a stage someone forgot to jit
+            raise StageError(f"--stage {spec}: the stage {name!r} is not a jitted function: "
+                             "decorate it with @numba.njit (or pktbuf's kernel)")
         if inspect.isfunction(obj):
             try:
                 takes = "worker" in inspect.signature(obj).parameters
@@ -201,21 +211,35 @@ class Stage:
     def module_file(self) -> str:
         return gen.load(self._refs, self.depends).__file__
 
-    def check(self, ports) -> None:
-        """Compile the loop with this state over ``ports``' table (no port need be open; a
-        run of zero streams) -- or load it from the cache.  :class:`StageError` with Numba's
-        message when it does not compile."""
-        r = StageRunner(ports, self, streams=[])
+    @property
+    def dist_loop(self):
+        """The compiled loop of a distributor-fed worker (``stage_dist_loop`` of the module
+        generated from :mod:`pktbuf.apps.stage.dist_loop`)."""
+        if getattr(self, "_dist_loop", None) is None:
+            from . import dist_loop as template
+            self._dist_loop = gen.load(self._refs, self.depends,
+                                       template=template).stage_dist_loop
+        return self._dist_loop
+
+    def compiled(self, call):
+        """``call()`` (a first call of one of this stage's loops), its Numba errors as
+        :class:`StageError`."""
         try:
-            r.run(0.0)
+            return call()
         except StageError:
             raise
         except Exception as e:          # numba's TypingError, LoweringError, ...
             msg = str(e).strip().splitlines()
             head = "\n".join(msg[:12])
-            names = ", ".join(f"{m}:{n}" for m, n, _ in self._refs)
-            raise StageError(f"the stage {names} does not compile with this state "
+            raise StageError(f"the stage {self.name} does not compile with this state "
                              f"({type(e).__name__}):\n{head}") from None
+
+    def check(self, ports) -> None:
+        """Compile the loop with this state over ``ports``' table (no port need be open; a
+        run of zero streams) -- or load it from the cache.  :class:`StageError` with Numba's
+        message when it does not compile."""
+        r = StageRunner(ports, self, streams=[])
+        self.compiled(lambda: r.run(0.0))
 
 
 class StageRunner:
