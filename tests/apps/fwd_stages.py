@@ -14,7 +14,9 @@ import numpy as np
 from numba import njit
 
 from pktbuf.apps.stage.abi import stage_drop
-from pktbuf.apps.stage.api import Stage
+from pktbuf.apps.stage.api import Stage, export_fd, import_fd
+from pktbuf.net.hash.api import Hash
+from pktbuf.net.hash.table import hash_lookup_data
 from pktbuf.rawmem import addr_u8
 
 COUNTERS = ("seen", "rerouted")
@@ -67,3 +69,35 @@ def bad_types(state, dom, rx_port, pkts, n, dest, cnt):
 
 def returns_int():
     return 3
+
+
+# -- a table the workers share: a pktbuf Hash in shared memory, filled by the parent ----------
+KNOWN = {bytes([0, 1, 2, 3, 0, 0]): 0, bytes([0, 1, 2, 3, 0xEE, 2]): 0}    # dst MAC -> Tx port
+_tables = []
+
+
+@njit(nogil=True, cache=True)
+def mac_table(state, dom, rx_port, pkts, n, dest, cnt):
+    mb = dom.mb
+    for i in range(n):
+        m = mb[pkts[i]]
+        pos, port = hash_lookup_data(state, _byte_ptr(m))
+        if pos >= 0:
+            dest[i] = np.int32(port)
+            cnt[0] += 1
+        else:
+            dest[i] = stage_drop(0)
+
+
+def make_shared(worker=None):
+    """The parent (``worker`` None) makes and fills the table and offers its memfd; each
+    worker attaches to it -- it never fills it."""
+    if worker is None:
+        h = Hash(64, 6, shared=True)
+        for k, port in KNOWN.items():
+            h.add(k, port)
+        export_fd("fwd_test_macs", h.fd)
+    else:
+        h = Hash.attach(import_fd("fwd_test_macs"))
+    _tables.append(h)
+    return Stage(mac_table, state=h.block, counters=("known",), drop_reasons=("unknown",))

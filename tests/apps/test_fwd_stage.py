@@ -224,3 +224,121 @@ def test_cli_refuses_a_stage_that_does_not_compile_and_non_io_modes(tmp_path):
               "tests.apps.fwd_stages:make", "--forward-mode", "mac", "--no-telemetry"])
     assert r.returncode == 2 and "io mode" in r.stderr, r.stderr
     assert not (tmp_path / "o.pcap").exists()
+
+
+def _kept(frames):
+    return [f for f in frames if not f[5] & 1]
+
+
+def test_cli_workers_each_run_the_stage_on_their_own_state(tmp_path):
+    """Two workers, two ports each ({worker} files): port 0's packets go to port 1 by
+    default and the rerouted ones back to port 0; counters summed over the workers."""
+    ins = [[frame(i) for i in range(w * 7, w * 7 + 200)] for w in range(2)]
+    for w in range(2):
+        _capture(tmp_path / f"in-{w}.pcap", ins[w])
+    r = _cli(["--workers", "2",
+              "--vdev", (f"net_pcap0,rx_pcap={tmp_path}/in-{{worker}}.pcap,"
+                         f"tx_pcap={tmp_path}/o0-{{worker}}.pcap"),
+              "--vdev", f"net_pcap1,tx_pcap={tmp_path}/o1-{{worker}}.pcap",
+              "--stage", "tests.apps.fwd_stages:make", "--json", "--no-telemetry"])
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout.splitlines()[-1])
+    assert s["stopped_by"] == "eof" and s["mbufs_in_use_at_close"] == 0
+    kept = [_kept(x) for x in ins]
+    rer = [[f for f in k if f[4] == 0xEE] for k in kept]
+    assert s["stage"]["counters"] == {"seen": 400, "rerouted": sum(map(len, rer))}
+    assert s["stage"]["drops"] == {"odd": 200, "invalid": 0}
+    for w in range(2):
+        assert s["workers"][w]["stage"]["counters"]["seen"] == 200
+        assert _read(tmp_path / f"o1-{w}.pcap") == [f for f in kept[w] if f[4] != 0xEE]
+        assert _read(tmp_path / f"o0-{w}.pcap") == rer[w]
+    assert {p["port_id"]: p["stage_dropped"] for p in s["ports"]} == {0: 200, 1: 0}
+
+
+def test_cli_workers_share_a_table_the_parent_filled(tmp_path):
+    ins = [[frame(i) for i in range(w, w + 100)] for w in range(2)]
+    for w in range(2):
+        _capture(tmp_path / f"in-{w}.pcap", ins[w])
+    r = _cli(["--workers", "2",
+              "--vdev", (f"net_pcap0,rx_pcap={tmp_path}/in-{{worker}}.pcap,"
+                         f"tx_pcap={tmp_path}/o-{{worker}}.pcap"),
+              "--stage", "tests.apps.fwd_stages:make_shared", "--json", "--no-telemetry"])
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout.splitlines()[-1])
+    known = [[f for f in x if f[:6] in S.KNOWN] for x in ins]
+    assert all(known) and s["mbufs_in_use_at_close"] == 0
+    for w in range(2):
+        assert _read(tmp_path / f"o-{w}.pcap") == known[w]
+        assert s["workers"][w]["stage"]["counters"]["known"] == len(known[w])
+    assert s["stage"]["drops"]["unknown"] == 200 - sum(map(len, known))
+
+
+def test_cli_distributor_workers_run_the_stage(tmp_path):
+    """The Rx/Tx process hands packets to two workers, which run the stage; the kept ones
+    go out of the port the stage chose (rerouted ones to port 0, the rest to the default,
+    port 1)."""
+    a = [frame(i) for i in range(300)]
+    _capture(tmp_path / "in.pcap", a)
+    r = _cli(["--workers", "2", "--distributor",
+              "--vdev", f"net_pcap0,rx_pcap={tmp_path}/in.pcap,tx_pcap={tmp_path}/o0.pcap",
+              "--vdev", f"net_pcap1,tx_pcap={tmp_path}/o1.pcap",
+              "--stage", "tests.apps.fwd_stages:make", "--json", "--no-telemetry"])
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout.splitlines()[-1])
+    assert s["stopped_by"] == "eof" and s["mbufs_in_use_at_close"] == 0
+    kept = _kept(a)
+    rer = [f for f in kept if f[4] == 0xEE]
+    assert s["stage"]["counters"] == {"seen": 300, "rerouted": len(rer)}
+    assert s["stage"]["drops"] == {"odd": 150, "invalid": 0}
+    assert sum(w["stage"]["counters"]["seen"] for w in s["workers"]) == 300
+    assert {p["port_id"]: p["stage_dropped"] for p in s["ports"]} == {0: 150, 1: 0}
+    # every frame is one flow (no IP header): one worker, in order
+    assert _read(tmp_path / "o1.pcap") == [f for f in kept if f[4] != 0xEE]
+    assert _read(tmp_path / "o0.pcap") == rer
+
+
+def test_cli_stage_in_telemetry_xstats_and_pktbuf_stage(tmp_path):
+    """While a --stage run replays a capture forever: dpdk-telemetry.py reads the stage's
+    drops as the port's stage_dropped xstat and the stage under /pktbuf/stage."""
+    import shutil
+    import signal
+    import time
+    tool = shutil.which("dpdk-telemetry.py")
+    if tool is None:
+        if os.environ.get("CI"):
+            pytest.fail("dpdk-telemetry.py is not installed (apt-get install dpdk-dev)",
+                        pytrace=False)
+        pytest.skip("dpdk-telemetry.py is not installed")
+    _capture(tmp_path / "in.pcap", [frame(i) for i in range(4)])     # 2 kept, 2 dropped
+    prefix = f"pktbuf_fwdstage{os.getpid()}"
+    e = dict(os.environ)
+    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
+    p = subprocess.Popen([sys.executable, "-m", "pktbuf.cli", "fwd", "--vdev",
+                          f"net_pcap0,rx_pcap={tmp_path}/in.pcap,infinite_rx=1",
+                          "--vdev", "net_ring0", "--stage", "tests.apps.fwd_stages:make",
+                          "--file-prefix", prefix, "--json"], env=e, cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(p.stdout.readline())["event"] == "start"
+        time.sleep(0.3)
+        r = subprocess.run(["python3", tool, "-f", prefix],
+                           input="/ethdev/xstats,0\n/pktbuf/stage\n/ethdev/xstats,1\n",
+                           capture_output=True, text=True, timeout=60, check=False)
+        assert r.returncode == 0, r.stderr
+        x0, st, x1 = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+        st = st["/pktbuf/stage"]
+        assert st["name"] == "tests.apps.fwd_stages:parity"
+        assert st["drops"]["odd"] > 0 and st["counters"]["seen"] >= 2 * st["drops"]["odd"] - 4
+        assert x0["/ethdev/xstats"]["stage_dropped"] > 0
+        assert x1["/ethdev/xstats"]["stage_dropped"] == 0
+        assert st["stage_dropped"]["1"] == 0 and st["stage_dropped"]["0"] > 0
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+    assert p.returncode == 0, err
+    s = json.loads(out.splitlines()[-1])
+    assert s["stage"]["drops"]["odd"] >= st["drops"]["odd"] and s["mbufs_in_use_at_close"] == 0

@@ -366,10 +366,14 @@ class Workers:
         return False
 
     def dead(self) -> list[tuple[int, int]]:
-        """Workers that ended before being told to stop, newly seen: (worker, exit code)."""
+        """Workers that ended before being told to stop, newly seen: (worker, exit code).  A
+        worker that finished cleanly at the end of its input (exit code 0, state done) did
+        not die."""
         out = []
         for w, p in enumerate(self.procs):
             if w not in self._reported and not p.is_alive() and self.sh.glob[G_STOP] == 0:
+                if p.exitcode == 0 and int(self.sh.ctl[w, C_STATE]) == S_DONE:
+                    continue
                 self._reported.add(w)
                 out.append((w, p.exitcode))
         return out

@@ -34,7 +34,8 @@ from ...idle import IDLE_SLEEP_MAX_US
 from . import gen
 from .abi import F_RX, F_RX_BYTES, F_STAGE_DROP, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS
 
-__all__ = ["Stage", "StageError", "StageRunner", "MAX_BURST", "file_module"]
+__all__ = ["MAX_BURST", "Stage", "StageError", "StageRunner", "export_fd", "file_module",
+           "import_fd"]
 
 MAX_BURST = 512
 NPARAMS = 7
@@ -91,6 +92,35 @@ def file_module(path: str):
         del sys.modules[name]
         raise
     return m
+
+
+FD_ENV = "PKTBUF_STAGE_FD_"
+
+
+def export_fd(name: str, fd: int) -> None:
+    """Offer ``fd`` (a shared table's memfd: ``Hash(..., shared=True).fd``) to the worker
+    processes started after this call, under ``name``: a stage factory calls it when
+    ``worker`` is None (the process that starts the workers) and :func:`import_fd` in each
+    worker.  It goes through the environment (``PKTBUF_STAGE_FD_<name>=<pid>:<fd>``), which
+    the workers inherit."""
+    if not name.isidentifier():
+        raise InvalidArgument(f"export_fd: {name!r} must be an identifier")
+    os.environ[FD_ENV + name] = f"{os.getpid()}:{int(fd)}"
+
+
+def import_fd(name: str) -> int:
+    """A new fd of the file the starting process offered under ``name`` (opened through
+    ``/proc/<pid>/fd/<fd>``: root, or the same user with ptrace access); StageError when
+    nothing was offered or that process or fd is gone."""
+    v = os.environ.get(FD_ENV + name, "")
+    pid, sep, fd = v.partition(":")
+    if not sep or not pid.isdigit() or not fd.isdigit():
+        raise StageError(f"no fd offered under {name!r} (export_fd in the starting process)")
+    try:
+        return os.open(f"/proc/{int(pid)}/fd/{int(fd)}", os.O_RDWR | os.O_CLOEXEC)
+    except OSError as e:
+        raise StageError(f"the fd offered under {name!r} ({v}) cannot be opened: "
+                         f"{e.strerror}") from None
 
 
 def _required(fn) -> set:
