@@ -89,7 +89,7 @@ def test_forwarder_runs_the_stage_routes_drops_and_counts():
 def test_forwarder_takes_a_jitted_function_and_its_state():
     rx, tx = pktbuf.Ring(1024), pktbuf.Ring(1024)
     state = np.zeros(65, np.int64)
-    fw = Forwarder([wired(rx, tx)], stage=S.parity, state=state)
+    fw = pktbuf.Forwarder([wired(rx, tx)], stage=S.parity, state=state)    # the public name
     try:
         inject(fw, rx, [frame(2), frame(3)])
         for _ in range(3):
