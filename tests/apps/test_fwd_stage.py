@@ -197,12 +197,17 @@ def test_cli_stage_from_a_file_text_tables(tmp_path):
     assert _read(tmp_path / "o0.pcap") == a and _read(tmp_path / "o1.pcap") == []
 
 
-@pytest.mark.parametrize("spec, words", [
-    ("tests.apps.fwd_stages:not_jitted", "not a jitted function"),
-    ("tests.apps.fwd_stages:six_params", "exactly 7 positional parameters"),
-    ("tests.apps.no_such_module:f", "cannot import"),
+WORKERS, DISTRIB = ["--workers", "2"], ["--workers", "2", "--distributor"]
+
+
+@pytest.mark.parametrize("spec, words, form", [
+    ("tests.apps.fwd_stages:not_jitted", "not a jitted function", []),
+    ("tests.apps.fwd_stages:six_params", "exactly 7 positional parameters", []),
+    ("tests.apps.no_such_module:f", "cannot import", []),
+    ("tests.apps.fwd_stages:not_jitted", "not a jitted function", WORKERS),
+    ("tests.apps.fwd_stages:six_params", "exactly 7 positional parameters", DISTRIB),
+    ("tests.apps.fwd_stages:bad_types", "does not compile", DISTRIB),     # the worker's loop
 ])
-@pytest.mark.parametrize("form", [[], ["--workers", "2"], ["--workers", "2", "--distributor"]])
 def test_cli_refuses_a_bad_stage_with_status_2_before_any_port_opens(tmp_path, spec, words,
                                                                     form):
     _capture(tmp_path / "in.pcap", [frame(0)])
