@@ -49,6 +49,7 @@ _LAZY = {
     "Lpm6": "pktbuf.net.lpm.api",
     "Stage": "pktbuf.apps.stage.api",
     "StageError": "pktbuf.apps.stage.api",
+    "Forwarder": "pktbuf.apps.fwd.forwarder",
     "Region": "pktbuf.shm",
     "kernel": "pktbuf._jit",
     "LCORE_ANY": "pktbuf.lcore",

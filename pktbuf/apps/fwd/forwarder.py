@@ -12,11 +12,12 @@ import time
 import numpy as np
 
 from ...drivers.common.api.port import port_error, port_warnings
-from ...errors import PktbufError
+from ...errors import InvalidArgument, PktbufError
 from ...drivers.common.kinds import MAX_PORTS
 from ...ethdev.burst import kinds_mask
 from ...ethdev.layout import P_KIND
 from ...idle import BUSY_POLL, IDLE_SLEEP_MAX_US
+from ..stage.abi import F_STAGE_DROP
 from .loop import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS,
                    MAX_BURST, MODES, fwd_loop, fwd_loop_entry, tsc_now)
 from ..txonly import MIN_PKT_LEN, udp_headers
@@ -33,7 +34,9 @@ EXIT_EPILOG = """exit status:
      came back; losses that did not stop it (frames skipped or cut) are warnings
   1  a runtime failure: a port error stopped the run (a damaged capture file, a failed
      write), a port could not be opened, a worker failed, or mbufs were not returned
-  2  a usage error: an option out of its range, unknown, or missing; nothing was started
+  2  a usage error: an option out of its range, unknown, or missing, or a --stage that
+     cannot be used (not found, not jitted, wrong signature, does not compile); nothing
+     was started
 docs/failures.md says what each command does on each kind of failure."""
 
 
@@ -45,20 +48,35 @@ class Forwarder:
     ``pool``: the mbuf pool to use (default: one of ``nb_mbufs`` made here, and closed with
     the forwarder).  ``idle_backoff``: when polls find nothing, pause, yield, then sleep up to
     1 ms (default); False: pause only, keeping the core busy as testpmd does.
+
+    ``stage``: a user's stage (docs/stages.md) -- a jitted function of the stage calling
+    convention (then ``state`` is its state) or a :class:`~pktbuf.apps.stage.api.Stage`
+    (which carries its own state: ``state`` must then be None).  The streams then run through
+    the stage's compiled loop instead of the forwarding mode's: each stream's Tx port is the
+    default the stage may change per packet or turn into a drop.  A stage forwards in ``io``
+    mode only (it decides what happens to each packet; ``mac``/``macswap`` rewrites belong in
+    the stage), and ``record_cycles`` is refused with it.  It is checked -- compiled or
+    loaded -- before any port opens (:class:`~pktbuf.apps.stage.api.StageError`).
     """
 
     def __init__(self, vdevs, mode="io", *, burst=32, txpkts=64, nb_mbufs=16384,
                  mbuf_size=2176, peers=None, record_cycles=False, pool=None,
-                 idle_backoff=True):
+                 idle_backoff=True, stage=None, state=None):
         from ...ethdev.api import Ports
         from ...buf.domain.pools import PktmbufPool
-        from ...errors import InvalidArgument
         if mode not in MODES:
             raise InvalidArgument(f"forward mode must be one of {', '.join(MODES)}")
         if not 1 <= burst <= MAX_BURST:
             raise InvalidArgument(f"burst must be in 1..{MAX_BURST}")
         if not MIN_PKT_LEN <= txpkts <= mbuf_size - 128:
             raise InvalidArgument(f"txpkts must be in {MIN_PKT_LEN}..{mbuf_size - 128}")
+        self.stage = as_stage(stage, state)
+        if self.stage is not None and mode != "io":
+            raise InvalidArgument(f"a stage forwards in io mode (it decides each packet's "
+                                  f"port itself), not {mode}")
+        if self.stage is not None and record_cycles:
+            raise InvalidArgument("record_cycles (--record-core-cycles) is not counted by "
+                                  "the stage loop")
         self.mode = mode
         self.burst = burst
         self.record_cycles = bool(record_cycles)
@@ -68,7 +86,10 @@ class Forwarder:
             if pool is None else pool
         self.ports = Ports(self.pool)
         self.devices: dict[int, str] = {}       # port id -> the device string it was opened by
+        self.runner = None
         try:
+            if self.stage is not None:
+                self.stage.check(self.ports)     # compiled or loaded before any port opens
             for v in vdevs:
                 if callable(v):
                     p = self.ports.add(v(self.pool, self.ports._free_id()))
@@ -98,6 +119,13 @@ class Forwarder:
         self.scratch = np.empty(MAX_BURST, np.int32)
         self._kinds = self.kinds
         self._entry = None
+        if self.stage is not None:
+            from ..stage.api import StageRunner
+            self.runner = StageRunner(self.ports, self.stage,
+                                      [(int(r), 0, int(t)) for r, t in self.streams],
+                                      burst=burst, idle_backoff=idle_backoff)
+            self.runner.idle_max_us = self.idle_max_us
+            self.runner.cnt = self.cnt           # one set of per-port counters (same words)
 
     @property
     def idle_backoff(self) -> bool:
@@ -113,7 +141,11 @@ class Forwarder:
 
     def warm(self, kinds: int | None = None) -> None:
         """Compile (or load) the loop: one call over no streams (``kinds``: for ports of
-        other kinds than this forwarder's, to warm the cache for them)."""
+        other kinds than this forwarder's, to warm the cache for them).  With a stage: its
+        loop (checked, so compiled or loaded, when the forwarder was made)."""
+        if self.stage is not None:
+            self.stage.check(self.ports)
+            return
         args = (self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
                 self.burst, self.macs, self.peers, self.hdrs, self.txpkts, 0, self.cnt,
                 self.scratch, self.record_cycles, self.idle_max_us)
@@ -125,6 +157,8 @@ class Forwarder:
     def run_slice(self, seconds: float) -> int:
         """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended, R_PORT_ERROR
         once a queue was stopped by an error (:meth:`failures` says which)."""
+        if self.runner is not None:
+            return self.runner.run(seconds)
         return int(self._loop(self.ports.state, 0, self.pool.id, self.streams,
                               MODES.index(self.mode), self.burst, self.macs, self.peers,
                               self.hdrs, self.txpkts, time.monotonic_ns() + int(seconds * 1e9),
@@ -161,7 +195,16 @@ class Forwarder:
                         "rx_bytes": int(c[F_RX_BYTES]), "tx": int(c[F_TX]),
                         "tx_dropped": int(c[F_TX_DROP]), "tx_bytes": int(c[F_TX_BYTES]),
                         "busy_cycles": int(c[F_BUSY_CYCLES]), "stats": s})
+            if self.stage is not None:
+                out[-1]["stage_dropped"] = int(c[F_STAGE_DROP])
         return out
+
+    def stage_stats(self) -> dict | None:
+        """The stage's name, its counters and its drops per reason (None without a stage)."""
+        if self.runner is None:
+            return None
+        return stage_report(self.stage.name, self.runner.counters(),
+                            self.runner.drop_counts())
 
     def close(self) -> int:
         """Close the ports and the pool (unless it was given: its owner closes it); returns the
@@ -191,6 +234,41 @@ class Forwarder:
         return in_use
 
 
+def as_stage(stage, state=None):
+    """``stage`` as a :class:`~pktbuf.apps.stage.api.Stage` (None stays None): a jitted
+    function with ``state``, or a Stage (``state`` None)."""
+    if stage is None:
+        if state is not None:
+            raise InvalidArgument("state= is the state of a stage: give stage= too")
+        return None
+    from ..stage.api import Stage
+    if isinstance(stage, Stage):
+        if state is not None:
+            raise InvalidArgument("a Stage carries its own state: give state= to Stage(), "
+                                  "not here")
+        return stage
+    return Stage(stage, state=state)
+
+
+def check_stage(stage) -> None:
+    """Compile (or load) ``stage``'s loop over a port table with no port in it (a small pool
+    of its own, closed here): :class:`~pktbuf.apps.stage.api.StageError` if it cannot run."""
+    from ...ethdev.api import Ports
+    from ...buf.domain.pools import PktmbufPool
+    pool = PktmbufPool(64, 0, name=f"stage-check-{id(stage):x}")
+    try:
+        stage.check(Ports(pool))
+    finally:
+        pool.close(force=True)
+
+
+def stage_report(name: str, counters: dict, drops: dict) -> dict:
+    """What ``--json``, the tables and ``/pktbuf/stage`` show of a stage: its name, its
+    counters, its drops per reason (``invalid`` last) and their total."""
+    return {"name": name, "counters": dict(counters), "drops": dict(drops),
+            "dropped": sum(drops.values())}
+
+
 def tsc_hz() -> float:
     """TSC ticks per second, measured against the monotonic clock over 50 ms."""
     c0, t0 = tsc(), time.perf_counter()
@@ -207,8 +285,11 @@ def build_or_report(make, json_lines: bool = False):
     """``make()``, or None after printing why it failed as ``pktbuf fwd`` reports errors
     (one line on stderr; with ``json_lines`` also an ``error`` event on stdout)."""
     from ...errors import PktbufError
+    from ..stage.api import StageError
     try:
         return make()
+    except StageError:
+        raise                       # the caller's: a usage error (status 2), not an open failure
     except (PktbufError, OSError) as e:
         print(f"pktbuf fwd: {e}", file=sys.stderr)
         if json_lines:
@@ -279,8 +360,11 @@ def sigterm_stops() -> tuple[dict, object]:
     return stop, signal.signal(signal.SIGTERM, on_term)
 
 
-def start_telemetry(a, fw):
-    """Start the telemetry server if available (``--no-telemetry`` turns it off)."""
+def start_telemetry(a, fw, stage_stats=None, stage_dropped=None):
+    """Start the telemetry server if available (``--no-telemetry`` turns it off).  With a
+    stage (``fw``'s own, or ``stage_stats()``/``stage_dropped(port id)`` of a distributor's
+    workers), each port's xstats end with ``stage_dropped`` and ``/pktbuf/stage`` is
+    served."""
     if a.no_telemetry:
         return None
     from ...telemetry.server import Telemetry
@@ -290,11 +374,60 @@ def start_telemetry(a, fw):
     except (TelemetryError, OSError) as e:       # forwarding does not depend on it
         print(f"pktbuf fwd: no telemetry: {e}", file=sys.stderr)
         return None
+    if fw.stage is not None:
+        stage_stats = fw.stage_stats
+        stage_dropped = (lambda pid: int(fw.cnt[pid, F_STAGE_DROP]))
     for p in fw.ports:
-        t.add_port(p)
+        t.add_port(p if stage_stats is None else StagePort(p, stage_dropped))
     t.add_mempool(fw.pool)
     register_failures(t, fw.failures, fw.warnings)
+    if stage_stats is not None:
+        register_stage(t, stage_stats, lambda: {p.port_id: stage_dropped(p.port_id)
+                                                for p in fw.ports})
     return t
+
+
+class StagePort:
+    """A port as telemetry shows it under ``--stage``: the port itself, its xstats followed
+    by ``stage_dropped`` (packets received on it that the stage dropped)."""
+
+    def __init__(self, port, dropped):
+        self._p = port
+        self._dropped = dropped
+        self.port_id = port.port_id
+        self.name = port.name
+
+    def __getattr__(self, name):
+        return getattr(self._p, name)
+
+    def stats(self) -> dict:
+        return self._p.stats()
+
+    def xstats(self) -> dict:
+        out = dict(self._p.xstats())
+        out["stage_dropped"] = self._dropped(self.port_id)
+        return out
+
+    def link(self) -> dict:
+        return self._p.link()
+
+    def info(self) -> dict:
+        return self._p.info()
+
+
+def register_stage(t, stage_stats, dropped_per_port) -> None:
+    """``/pktbuf/stage`` on telemetry server ``t``: the stage's name, counters, drops per
+    reason, their total, and per port (by id) what it dropped of the port's Rx."""
+    def cmd(params):
+        st = stage_stats()
+        if st is None:
+            return None
+        out = dict(st)
+        out["stage_dropped"] = {str(k): v for k, v in dropped_per_port().items()}
+        return out
+    t.register("/pktbuf/stage", cmd,
+               "Returns the fwd stage: name, counters, drops per reason and per port. "
+               "No parameters")
 
 
 def register_failures(t, failures, warnings) -> None:

@@ -17,6 +17,11 @@ every Rx port has reached its end (a capture file without looping), then prints 
 forward statistics (``--json``: one JSON object per line instead: ``stats`` events and a final
 ``summary``) and closes every port: every mbuf goes back to the pool.
 
+``--stage module:function`` (or ``path/to/file.py:function``) runs a user's ``@njit`` stage
+on every received burst inside the compiled loop, deciding each packet's Tx port or its drop
+(docs/stages.md); it is checked and compiled (or loaded) before any port opens, and a stage
+that cannot be used ends the command with status 2 and one line saying why.
+
 ``--workers N`` runs N worker processes, each owning its own queues
 (:mod:`pktbuf.apps.fwd.workers`); with ``--distributor`` this process receives and transmits
 and the workers are fed by the software distributor (:mod:`pktbuf.apps.fwd.distrib`).
@@ -36,13 +41,15 @@ import time
 
 from ...drivers.common.kinds import MAX_PORTS
 from ...errors import cli_number
+from ..stage.api import Stage, StageError
 from ..txonly import MIN_PKT_LEN
 from .distrib import main_distrib
-from .forwarder import (EXIT_EPILOG, EXIT_FAILURE, EXIT_OK, SLICE, Forwarder,
+from .forwarder import (EXIT_EPILOG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SLICE, Forwarder,
                         build_or_report, report_failures, report_warnings, sigterm_stops,
                         start_telemetry, tsc_hz)
 from .loop import MAX_BURST, MODES, R_ALL_EOF, R_PORT_ERROR
-from .stats import emit_json, emit_text, end_line, fwd_stats_text, nic_stats_text, rates
+from .stats import (emit_json, emit_text, end_line, fwd_stats_text, nic_stats_text, rates,
+                    stage_text)
 from .workers_main import main_workers
 
 
@@ -105,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-idle-backoff", action="store_true",
                     help="poll without ever yielding or sleeping, as testpmd does (the core "
                          "stays 100%% busy); default: back off when idle")
+    ap.add_argument("--stage", metavar="MODULE:FUNCTION",
+                    help="call this @njit stage on every received burst (a module on sys.path "
+                         "or path/to/file.py; a jitted function, a Stage, or a function "
+                         "returning one; docs/stages.md); io mode only")
     ap.add_argument("--workers", type=cli_number(int, 0, 64), default=0, metavar="N",
                     help="N worker processes, each pinned and owning its own queues (AF_PACKET: "
                          "one fanout group; '{worker}' in a device string: the worker's "
@@ -140,6 +151,12 @@ def main(argv=None, *, before_start=None) -> int:
     for flag, on in (("--symmetric", a.symmetric), ("--dist-ring-size", a.dist_ring_size != 1024)):
         if on and not a.distributor:
             ap.error(f"argument {flag}: only with --distributor")
+    if a.stage is not None:
+        if a.forward_mode != "io":
+            ap.error(f"argument --stage: the stage decides each packet's port; it runs in io "
+                     f"mode, not --forward-mode {a.forward_mode}")
+        if a.record_core_cycles:
+            ap.error("argument --record-core-cycles: not counted with --stage")
     # Ctrl-C (SIGINT) stops the run even when the shell started us with SIGINT ignored (a
     # background job of a non-interactive shell), as testpmd's own handler does
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -149,14 +166,20 @@ def main(argv=None, *, before_start=None) -> int:
         except Exception as e:      # noqa: BLE001 -- reported, and the run does not start
             print(f"pktbuf fwd: {e}", file=sys.stderr)
             return EXIT_FAILURE
-    if a.workers:
-        if a.distributor:
-            return main_distrib(a, peers)
-        return main_workers(a, peers)
-    fw = build_or_report(lambda: Forwarder(
-        a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts, nb_mbufs=a.total_num_mbufs,
-        mbuf_size=a.mbuf_size, peers=peers, record_cycles=a.record_core_cycles,
-        idle_backoff=not a.no_idle_backoff), a.json)
+    stage = None
+    try:
+        if a.workers:           # the spec goes to every process, each makes its stage
+            if a.distributor:
+                return main_distrib(a, peers)
+            return main_workers(a, peers)
+        if a.stage is not None:
+            stage = Stage.from_spec(a.stage)
+        fw = build_or_report(lambda: Forwarder(
+            a.vdev, a.forward_mode, burst=a.burst, txpkts=a.txpkts, nb_mbufs=a.total_num_mbufs,
+            mbuf_size=a.mbuf_size, peers=peers, record_cycles=a.record_core_cycles,
+            idle_backoff=not a.no_idle_backoff, stage=stage), a.json)
+    except StageError as e:
+        return stage_failed(e, a.json)
     if fw is None:
         return EXIT_FAILURE
     stop, old = sigterm_stops()
@@ -173,6 +196,7 @@ def main(argv=None, *, before_start=None) -> int:
         else:
             out({"event": "start", "mode": a.forward_mode,
                  "idle_backoff": fw.idle_backoff,
+                 "stage": None if stage is None else stage.name,
                  "ports": [{"port_id": p.port_id, "name": p.name, "driver": p.driver}
                            for p in fw.ports],
                  "streams": fw.streams.tolist()})
@@ -198,14 +222,18 @@ def main(argv=None, *, before_start=None) -> int:
                 snap = {p.port_id: p.stats() for p in fw.ports}
                 rt = {pid: rates(prev.get(pid), s, now - prev_t) for pid, s in snap.items()}
                 if a.json:
-                    out({"event": "stats", "t": round(now - t0, 3),
-                         "ports": [dict(port_id=pid, **{k: v for k, v in s.items()
-                                                         if not k.startswith("q_")}, **rt[pid])
-                                   for pid, s in snap.items()]})
+                    ev = {"event": "stats", "t": round(now - t0, 3),
+                          "ports": [dict(port_id=pid, **{k: v for k, v in s.items()
+                                                          if not k.startswith("q_")}, **rt[pid])
+                                    for pid, s in snap.items()]}
+                    if stage is not None:
+                        ev["stage"] = fw.stage_stats()
+                    out(ev)
                 else:
                     clear = "\033[2J\033[1;1H" if sys.stdout.isatty() else ""
                     emit_text(clear + "\n  Port statistics ===================================="
-                              + "".join(nic_stats_text(pid, s, rt[pid]) for pid, s in snap.items()))
+                              + "".join(nic_stats_text(pid, s, rt[pid]) for pid, s in snap.items())
+                              + stage_text(fw.stage_stats()))
                 prev, prev_t = snap, now
                 next_stats += a.stats_period
     except KeyboardInterrupt:
@@ -214,6 +242,7 @@ def main(argv=None, *, before_start=None) -> int:
         signal.signal(signal.SIGTERM, old)
         elapsed = time.monotonic() - t0 if "t0" in locals() else 0.0
         rows = fw.rows()
+        stage_stats = fw.stage_stats()
         # whatever stopped the run, a port that failed is reported (a signal can come first)
         errors, warnings = fw.failures(), fw.warnings()
         report_failures(errors, a.json, reported)
@@ -236,19 +265,30 @@ def main(argv=None, *, before_start=None) -> int:
         acc = {k: sum(r[k] for r in rows) for k in ("rx", "rx_dropped", "tx", "tx_dropped")}
         emit_json({"event": "summary", "mode": a.forward_mode, "stopped_by": stop["why"],
                    "seconds": round(elapsed, 3), "ports": rows, "accumulated": acc,
+                   "stage": stage_stats,
                    "core_cycles": cycles, "mbufs_in_use_at_close": in_use,
                    "errors": [{k: v for k, v in e.items() if k != "line"} for e in errors],
                    "warnings": [{k: v for k, v in w.items() if k != "line"} for w in warnings],
                    "exit_status": status})
     else:
         emit_text(f"\nStopping ({stop['why']}) after {elapsed:.1f} s...")
-        emit_text(fwd_stats_text(rows))
+        emit_text(fwd_stats_text(rows) + stage_text(stage_stats))
         if cycles is not None:          # testpmd 22.11's line, word for word
             emit_text(f"\n  CPU cycles/packet={cycles['cycles_per_packet']:.2f} (total cycles="
                       f"{cycles['busy_cycles']} / total {a.forward_mode} packets="
                       f"{cycles['packets']}) at {int(cycles['tsc_hz'] / 1e6)} MHz Clock")
         emit_text(end_line(errors, warnings, in_use))
     return status
+
+
+def stage_failed(e: StageError, json_lines: bool) -> int:
+    """A stage that cannot be used (``--stage``): one line saying why, an ``error`` event
+    with ``"stage": "stage"`` under ``--json``, status 2 -- no port was opened."""
+    print(f"pktbuf fwd: {e}", file=sys.stderr, flush=True)
+    if json_lines:
+        emit_json({"event": "error", "stage": "stage", "reason": str(e),
+                   "exception": type(e).__name__})
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

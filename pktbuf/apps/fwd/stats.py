@@ -49,8 +49,10 @@ def fwd_stats_text(rows: list[dict]) -> str:
                 f"  RX-packets: {r['rx']:<14d} RX-dropped: {r['rx_dropped']:<14d}"
                 f"RX-total: {r['rx'] + r['rx_dropped']}",
                 f"  TX-packets: {r['tx']:<14d} TX-dropped: {r['tx_dropped']:<14d}"
-                f"TX-total: {r['tx'] + r['tx_dropped']}",
-                "  " + "-" * 76]
+                f"TX-total: {r['tx'] + r['tx_dropped']}"]
+        if "stage_dropped" in r:        # --stage: what the stage dropped of this port's Rx
+            out.append(f"  Stage-dropped: {r['stage_dropped']}")
+        out.append("  " + "-" * 76)
         for k in acc:
             acc[k] += r[k]
     out += [f"\n  {ACC_BORDER} Accumulated forward statistics for all ports{ACC_BORDER}",
@@ -60,6 +62,18 @@ def fwd_stats_text(rows: list[dict]) -> str:
             f"TX-total: {acc['tx'] + acc['tx_dropped']}",
             f"  {ACC_BORDER}{'+' * 46}{ACC_BORDER}"]
     return "\n".join(out)
+
+
+def stage_text(st: dict | None) -> str:
+    """The stage's block (``--stage``): its counters, then its drops per reason."""
+    if st is None:
+        return ""
+    cnt = "  ".join(f"{k}: {v}" for k, v in st["counters"].items()) or "(no counters)"
+    drops = "  ".join(f"{k}: {v}" for k, v in st["drops"].items())
+    return "\n".join([f"\n  {FWD_BORDER} Stage {st['name']} {FWD_BORDER}",
+                      f"  {cnt}",
+                      f"  Dropped: {st['dropped']:<14d} {drops}",
+                      "  " + "-" * 76])
 
 
 def emit_json(obj: dict) -> None:

@@ -47,12 +47,14 @@ import time
 import numpy as np
 
 from ...drivers.common.kinds import MAX_PORTS
+from ..stage.abi import F_STAGE_DROP
 from .loop import F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP
 
 STATS = ("ipackets", "opackets", "ibytes", "obytes", "imissed", "ierrors", "oerrors",
          "rx_nombuf")
 LOOP = (("rx", F_RX), ("tx", F_TX), ("tx_dropped", F_TX_DROP), ("rx_bytes", F_RX_BYTES),
-        ("tx_bytes", F_TX_BYTES), ("busy_cycles", F_BUSY_CYCLES))
+        ("tx_bytes", F_TX_BYTES), ("busy_cycles", F_BUSY_CYCLES),
+        ("stage_dropped", F_STAGE_DROP))
 P_WORDS = len(STATS) + len(LOOP)          # per worker and port
 
 # control words per worker
@@ -60,6 +62,7 @@ C_STATE, C_PID, C_CPU, C_IN_USE, C_PORTS, C_HEARTBEAT, C_AUDIT, C_POOL, C_ERROR,
     range(10)
 C_WORDS = 10
 REPORT_BYTES = 8192                       # per worker: its errors and warnings, as JSON
+STAGE_WORDS = 64                          # per worker: --stage counters, then as many drops
 S_STARTING, S_RUNNING, S_DONE, S_FAILED = 0, 1, 2, 3
 STATE_NAMES = {S_STARTING: "starting", S_RUNNING: "running", S_DONE: "done", S_FAILED: "failed"}
 G_STOP = 0                                # global word: 1 = every worker stops
@@ -140,12 +143,14 @@ def split_vdevs(vdevs: list[str], workers: int, fanout_id: int | None = None,
 
 class Shared:
     """The statistics block: ``ctl[w]``, ``ports[w, port]`` (``P_WORDS`` int64 each), the
-    global stop word and each worker's report (its port errors and warnings, JSON of
+    global stop word, ``stage[w]`` (a ``--stage``'s counters, then its drops per reason,
+    ``STAGE_WORDS`` each) and each worker's report (its port errors and warnings, JSON of
     ``ctl[w, C_REPORT]`` bytes), in POSIX shared memory the workers open by name."""
 
     def __init__(self, workers: int, name: str | None = None):
         from multiprocessing import shared_memory
-        nwords = 8 + workers * C_WORDS + workers * MAX_PORTS * P_WORDS
+        nports = workers * MAX_PORTS * P_WORDS
+        nwords = 8 + workers * C_WORDS + nports + workers * 2 * STAGE_WORDS
         size = 8 * nwords + workers * REPORT_BYTES
         if name is None:
             self.shm = shared_memory.SharedMemory(create=True, size=size)
@@ -156,7 +161,9 @@ class Shared:
         a = np.ndarray(nwords, np.int64, self.shm.buf)
         self.glob = a[:8]
         self.ctl = a[8:8 + workers * C_WORDS].reshape(workers, C_WORDS)
-        self.ports = a[8 + workers * C_WORDS:].reshape(workers, MAX_PORTS, P_WORDS)
+        o = 8 + workers * C_WORDS
+        self.ports = a[o:o + nports].reshape(workers, MAX_PORTS, P_WORDS)
+        self.stage = a[o + nports:].reshape(workers, 2, STAGE_WORDS)
         self.reports = np.ndarray((workers, REPORT_BYTES), np.uint8, self.shm.buf, 8 * nwords)
         if self.owner:
             a[:] = 0
@@ -183,7 +190,7 @@ class Shared:
             return {"errors": [], "warnings": []}
 
     def close(self) -> None:
-        del self.glob, self.ctl, self.ports, self.reports
+        del self.glob, self.ctl, self.ports, self.stage, self.reports
         self.shm.close()
         if self.owner:
             self.shm.unlink()
@@ -198,6 +205,11 @@ def _publish(sh: Shared, w: int, fw) -> None:
         c = fw.cnt[p.port_id]
         for i, (_, f) in enumerate(LOOP):
             row[len(STATS) + i] = c[f]
+    r = fw.runner
+    if r is not None:
+        k, d = len(fw.stage.counters), len(fw.stage.drop_reasons) + 1
+        sh.stage[w, 0, :k] = r.scnt[:k]
+        sh.stage[w, 1, :d] = r.drops[:d]
 
 
 def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dict) -> None:
@@ -217,10 +229,14 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
     parent = os.getppid()
     fw = None
     try:
+        stage = None
+        if opts["stage"] is not None:          # this worker's own state: made here
+            from ..stage.api import Stage
+            stage = Stage.from_spec(opts["stage"], worker=w)
         fw = Forwarder(vdevs, opts["mode"], burst=opts["burst"], txpkts=opts["txpkts"],
                        nb_mbufs=opts["nb_mbufs"], mbuf_size=opts["mbuf_size"],
                        peers=opts["peers"], record_cycles=opts["record_cycles"],
-                       idle_backoff=opts["idle_backoff"])
+                       idle_backoff=opts["idle_backoff"], stage=stage)
         ctl[C_PORTS] = len(fw.ports)
         ctl[C_STATE] = S_RUNNING
         eof = False
@@ -262,10 +278,23 @@ class Workers:
     """The parent's side: start, watch, stop and account for the worker processes."""
 
     def __init__(self, vdevs, mode, workers: int, *, burst=32, txpkts=64, nb_mbufs=16384,
-                 mbuf_size=2176, peers=None, record_cycles=False, idle_backoff=True):
+                 mbuf_size=2176, peers=None, record_cycles=False, idle_backoff=True,
+                 stage: str | None = None):
+        """``stage``: a ``--stage`` spec (``module:function`` or ``file.py:function``): made
+        here (``worker=None``) to check and compile it, and by each worker for itself
+        (``worker=w``): the workers' states are their own unless the spec's factory shares
+        one (docs/stages.md)."""
         from ...errors import InvalidArgument
         if not isinstance(workers, int) or not 1 <= workers <= 64:
             raise InvalidArgument("workers must be 1 .. 64")
+        self.stage = None
+        if stage is not None:
+            from ..stage.api import Stage, StageError
+            self.stage = Stage.from_spec(stage)
+            if len(self.stage.counters) > STAGE_WORDS or \
+                    len(self.stage.drop_reasons) + 1 > STAGE_WORDS:
+                raise StageError(f"the stage {self.stage.name}: with --workers at most "
+                                 f"{STAGE_WORDS} counters and {STAGE_WORDS - 1} drop reasons")
         self.n = workers
         self.mode = mode
         self.xdp: list = []                  # the XDP programs the workers share
@@ -282,7 +311,8 @@ class Workers:
             raise
         self.opts = {"mode": mode, "burst": burst, "txpkts": txpkts, "nb_mbufs": nb_mbufs,
                      "mbuf_size": mbuf_size, "peers": dict(peers or {}),
-                     "record_cycles": record_cycles, "idle_backoff": idle_backoff}
+                     "record_cycles": record_cycles, "idle_backoff": idle_backoff,
+                     "stage": stage}
         self.sh = Shared(workers)
         self.procs: list = []
         self.names: list = []
@@ -296,7 +326,8 @@ class Workers:
         o = self.opts
         fw = Forwarder(self.split[0], o["mode"], burst=o["burst"], txpkts=o["txpkts"],
                        nb_mbufs=o["nb_mbufs"], mbuf_size=o["mbuf_size"], peers=o["peers"],
-                       record_cycles=o["record_cycles"], idle_backoff=o["idle_backoff"])
+                       record_cycles=o["record_cycles"], idle_backoff=o["idle_backoff"],
+                       stage=self.stage)
         try:
             fw.warm()
             fw.run_slice(0.0)
@@ -307,6 +338,7 @@ class Workers:
         finally:
             fw.close()
         self.sh.ports[:] = 0
+        self.sh.stage[:] = 0
         return self.names
 
     def start(self) -> None:
@@ -318,23 +350,30 @@ class Workers:
             self.procs.append(p)
 
     def wait_running(self, timeout: float = 120.0) -> bool:
-        """True once every worker is forwarding (False if one failed or the time ran out)."""
+        """True once every worker is forwarding or has already finished cleanly (a short
+        capture can end before the last worker starts); False if one failed, died, or the
+        time ran out."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             st = [int(self.sh.ctl[w, C_STATE]) for w in range(self.n)]
-            if all(s == S_RUNNING for s in st):
+            if all(s in (S_RUNNING, S_DONE) for s in st) and not any(
+                    p.exitcode not in (None, 0) for p in self.procs):
                 return True
-            if any(s in (S_FAILED, S_DONE) for s in st) or any(
-                    not p.is_alive() for p in self.procs):
+            if any(s == S_FAILED for s in st) or any(
+                    not p.is_alive() and st[w] != S_DONE for w, p in enumerate(self.procs)):
                 return False
             time.sleep(0.02)
         return False
 
     def dead(self) -> list[tuple[int, int]]:
-        """Workers that ended before being told to stop, newly seen: (worker, exit code)."""
+        """Workers that ended before being told to stop, newly seen: (worker, exit code).  A
+        worker that finished cleanly at the end of its input (exit code 0, state done) did
+        not die."""
         out = []
         for w, p in enumerate(self.procs):
             if w not in self._reported and not p.is_alive() and self.sh.glob[G_STOP] == 0:
+                if p.exitcode == 0 and int(self.sh.ctl[w, C_STATE]) == S_DONE:
+                    continue
                 self._reported.add(w)
                 out.append((w, p.exitcode))
         return out
@@ -398,10 +437,28 @@ class Workers:
             r = dict(d)
             for k in ("rx", "rx_bytes", "tx", "tx_dropped", "tx_bytes", "busy_cycles"):
                 r[k] = sum(p[k] for p in per)
+            if self.stage is not None:
+                r["stage_dropped"] = sum(p["stage_dropped"] for p in per)
             r["rx_dropped"] = sum(p["imissed"] for p in per)
             r["stats"] = self.port_stats(d["port_id"])
             out.append(r)
         return out
+
+    def stage_stats(self, w: int | None = None) -> dict | None:
+        """The stage's counters and drops, summed over the workers (``w``: one worker's)."""
+        if self.stage is None:
+            return None
+        from .forwarder import stage_report
+        ws = range(self.n) if w is None else [w]
+        k, d = len(self.stage.counters), len(self.stage.drop_reasons)
+        c = [sum(int(self.sh.stage[x, 0, i]) for x in ws) for i in range(k)]
+        dr = [sum(int(self.sh.stage[x, 1, i]) for x in ws) for i in range(d + 1)]
+        drops = dict(zip(self.stage.drop_reasons, dr))
+        drops["invalid"] = dr[-1]
+        return stage_report(self.stage.name, dict(zip(self.stage.counters, c)), drops)
+
+    def stage_dropped(self, pid: int) -> int:
+        return sum(self._port(w, pid)["stage_dropped"] for w in range(self.n))
 
     def in_use(self) -> int:
         return sum(int(self.sh.ctl[w, C_IN_USE]) for w in range(self.n))

@@ -30,6 +30,8 @@ class WorkerPort:
             out[f"rx_q{w}_bytes"] = p["ibytes"]
             out[f"tx_q{w}_packets"] = p["opackets"]
             out[f"tx_q{w}_bytes"] = p["obytes"]
+        if self._w.stage is not None:
+            out["stage_dropped"] = self._w.stage_dropped(self.port_id)
         return out
 
     def link(self) -> dict:
@@ -53,8 +55,11 @@ def _telemetry(a, wk: Workers):
         return None
     for d in wk.names:
         t.add_port(WorkerPort(wk, d))
-    from .forwarder import register_failures
+    from .forwarder import register_failures, register_stage
     register_failures(t, wk.failures, wk.warnings)
+    if wk.stage is not None:
+        register_stage(t, wk.stage_stats,
+                       lambda: {pid: wk.stage_dropped(pid) for pid in wk.port_ids()})
 
     def workers_cmd(params):
         rows = wk.worker_rows()
@@ -67,18 +72,28 @@ def _telemetry(a, wk: Workers):
 
 
 def main_workers(a, peers: dict) -> int:
-    """``pktbuf fwd --workers N`` (``a``: the parsed arguments)."""
+    """``pktbuf fwd --workers N`` (``a``: the parsed arguments).  A ``--stage`` that cannot
+    be used raises :class:`~pktbuf.apps.stage.api.StageError` before any port opens."""
     import sys
     from ...errors import PktbufError
-    from .forwarder import (EXIT_FAILURE, EXIT_OK, build_or_report, report_failures,
+    from ..stage.api import StageError
+    from .forwarder import (EXIT_FAILURE, EXIT_OK, build_or_report, check_stage, report_failures,
                             report_warnings, sigterm_stops, tsc_hz)
-    from .stats import emit_json, emit_text, end_line, fwd_stats_text, nic_stats_text, rates
+    from .stats import (emit_json, emit_text, end_line, fwd_stats_text, nic_stats_text, rates,
+                        stage_text)
     wk = build_or_report(lambda: Workers(
         a.vdev, a.forward_mode, a.workers, burst=a.burst, txpkts=a.txpkts,
         nb_mbufs=a.total_num_mbufs, mbuf_size=a.mbuf_size, peers=peers,
-        record_cycles=a.record_core_cycles, idle_backoff=not a.no_idle_backoff), a.json)
+        record_cycles=a.record_core_cycles, idle_backoff=not a.no_idle_backoff,
+        stage=a.stage), a.json)
     if wk is None:
         return EXIT_FAILURE
+    if wk.stage is not None:
+        try:
+            check_stage(wk.stage)          # compiled or loaded before any port opens
+        except StageError:
+            wk.close()
+            raise
     stop, old = sigterm_stops()
     tel = None
     died = []
@@ -102,6 +117,7 @@ def main_workers(a, peers: dict) -> int:
         elif a.json:
             emit_json({"event": "start", "mode": a.forward_mode, "workers": a.workers,
                        "idle_backoff": wk.opts["idle_backoff"], "ports": wk.names,
+                       "stage": None if wk.stage is None else wk.stage.name,
                        "streams": wk.streams,
                        "worker_pids": [int(wk.sh.ctl[w, C_PID]) for w in range(wk.n)]})
         else:
@@ -136,19 +152,23 @@ def main_workers(a, peers: dict) -> int:
                 snap = {pid: wk.port_stats(pid) for pid in wk.port_ids()}
                 rt = {pid: rates(prev.get(pid), s, now - prev_t) for pid, s in snap.items()}
                 if a.json:
-                    emit_json({"event": "stats", "t": round(now - t0, 3),
-                               "ports": [dict(port_id=pid, **{k: v for k, v in s.items()
-                                                               if not k.startswith("q_")},
-                                              **rt[pid]) for pid, s in snap.items()],
-                               "workers": [{"worker": r["worker"], "state": r["state"],
-                                            "rx": sum(p["rx"] for p in r["ports"]),
-                                            "tx": sum(p["tx"] for p in r["ports"])}
-                                           for r in wk.worker_rows()]})
+                    ev = {"event": "stats", "t": round(now - t0, 3),
+                          "ports": [dict(port_id=pid, **{k: v for k, v in s.items()
+                                                          if not k.startswith("q_")},
+                                         **rt[pid]) for pid, s in snap.items()],
+                          "workers": [{"worker": r["worker"], "state": r["state"],
+                                       "rx": sum(p["rx"] for p in r["ports"]),
+                                       "tx": sum(p["tx"] for p in r["ports"])}
+                                      for r in wk.worker_rows()]}
+                    if wk.stage is not None:
+                        ev["stage"] = wk.stage_stats()
+                    emit_json(ev)
                 else:
                     clear = "\033[2J\033[1;1H" if sys.stdout.isatty() else ""
                     emit_text(clear + "\n  Port statistics ===================================="
                               + "".join(nic_stats_text(pid, s, rt[pid])
-                                        for pid, s in snap.items()))
+                                        for pid, s in snap.items())
+                              + stage_text(wk.stage_stats()))
                 prev, prev_t = snap, now
                 next_stats += a.stats_period
             time.sleep(0.02)
@@ -161,6 +181,10 @@ def main_workers(a, peers: dict) -> int:
         if tel is not None:
             tel.close()
     rows, wrows, in_use = wk.rows(), wk.worker_rows(), wk.in_use()
+    stage_stats = wk.stage_stats()
+    if wk.stage is not None:
+        for r in wrows:
+            r["stage"] = wk.stage_stats(r["worker"])
     errors, warnings = wk.failures(), wk.warnings()
     wk.close()
     report_failures(errors, a.json, reported)
@@ -179,7 +203,8 @@ def main_workers(a, peers: dict) -> int:
         acc = {k: sum(r[k] for r in rows) for k in ("rx", "rx_dropped", "tx", "tx_dropped")}
         emit_json({"event": "summary", "mode": a.forward_mode, "stopped_by": stop["why"],
                    "seconds": round(elapsed, 3), "ports": rows, "accumulated": acc,
-                   "workers": wrows, "core_cycles": cycles, "mbufs_in_use_at_close": in_use,
+                   "workers": wrows, "stage": stage_stats, "core_cycles": cycles,
+                   "mbufs_in_use_at_close": in_use,
                    "errors": [{k: v for k, v in e.items() if k != "line"} for e in errors],
                    "warnings": [{k: v for k, v in w.items() if k != "line"} for w in warnings],
                    "exit_status": status})
@@ -191,7 +216,7 @@ def main_workers(a, peers: dict) -> int:
                       f"{sum(p['tx'] for p in r['ports'])}"
                       + (f", {r['mbufs_in_use_at_close']} mbufs not returned"
                          if r["mbufs_in_use_at_close"] else ""))
-        emit_text(fwd_stats_text(rows))
+        emit_text(fwd_stats_text(rows) + stage_text(stage_stats))
         if cycles is not None:
             emit_text(f"\n  CPU cycles/packet={cycles['cycles_per_packet']:.2f} (total cycles="
                       f"{cycles['busy_cycles']} / total {a.forward_mode} packets="

@@ -17,8 +17,12 @@ function (no state, no counters), a :class:`Stage`, or a plain function returnin
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import inspect
+import os
+import sys
 import time
 
 import numpy as np
@@ -31,7 +35,8 @@ from . import gen
 from .abi import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_STAGE_DROP, F_TX, F_TX_BYTES,
                   F_TX_DROP, F_WORDS)
 
-__all__ = ["Stage", "StageError", "StageRunner", "MAX_BURST"]
+__all__ = ["MAX_BURST", "Stage", "StageError", "StageRunner", "export_fd", "file_module",
+           "import_fd"]
 
 MAX_BURST = 512
 NPARAMS = 7
@@ -57,6 +62,72 @@ def _check_fn(fn, what="stage"):
         return gen.function_ref(fn)
     except ValueError as e:
         raise StageError(str(e)) from None
+
+
+FILE_PREFIX = "pktbuf_stagefile_"
+
+
+def file_module(path: str):
+    """The module of the Python file ``path``, imported (once per process) as
+    ``pktbuf_stagefile_<digest of the absolute path>_<stem>``: a stable name, so the generated
+    loop's ``from <name> import <fn>`` finds it in every process that imported the file this
+    way first (``--workers`` processes do, through :meth:`Stage.from_spec`)."""
+    ap = os.path.abspath(path)
+    if not os.path.isfile(ap):
+        raise StageError(f"--stage: no such file {path!r}")
+    base = os.path.basename(ap)
+    base = base[:-3] if base.endswith(".py") else base
+    stem = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "stage"
+    name = f"{FILE_PREFIX}{hashlib.sha256(ap.encode()).hexdigest()[:12]}_{stem}"
+    hit = sys.modules.get(name)
+    if hit is not None:
+        return hit
+    spec = importlib.util.spec_from_file_location(name, ap)
+    if spec is None or spec.loader is None:
+        raise StageError(f"--stage: {path!r} is not a Python source file")
+    m = importlib.util.module_from_spec(spec)
+    sys.modules[name] = m
+    try:
+        spec.loader.exec_module(m)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return m
+
+
+FD_ENV = "PKTBUF_STAGE_FD_"
+
+
+def export_fd(name: str, fd: int) -> None:
+    """Offer ``fd`` (a shared table's memfd: ``Hash(..., shared=True).fd``) to the worker
+    processes started after this call, under ``name``: a stage factory calls it when
+    ``worker`` is None (the process that starts the workers) and :func:`import_fd` in each
+    worker.  It goes through the environment (``PKTBUF_STAGE_FD_<name>=<pid>:<fd>``), which
+    the workers inherit."""
+    if not name.isidentifier():
+        raise InvalidArgument(f"export_fd: {name!r} must be an identifier")
+    os.environ[FD_ENV + name] = f"{os.getpid()}:{int(fd)}"
+
+
+def import_fd(name: str) -> int:
+    """A new fd of the file the starting process offered under ``name`` (opened through
+    ``/proc/<pid>/fd/<fd>``: root, or the same user with ptrace access); StageError when
+    nothing was offered or that process or fd is gone."""
+    v = os.environ.get(FD_ENV + name, "")
+    pid, sep, fd = v.partition(":")
+    if not sep or not pid.isdigit() or not fd.isdigit():
+        raise StageError(f"no fd offered under {name!r} (export_fd in the starting process)")
+    try:
+        return os.open(f"/proc/{int(pid)}/fd/{int(fd)}", os.O_RDWR | os.O_CLOEXEC)
+    except OSError as e:
+        raise StageError(f"the fd offered under {name!r} ({v}) cannot be opened: "
+                         f"{e.strerror}") from None
+
+
+def _required(fn) -> set:
+    """The names of ``fn``'s parameters that have no default."""
+    return {p.name for p in inspect.signature(fn).parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
 
 class Stage:
@@ -102,30 +173,63 @@ class Stage:
         return self
 
     @classmethod
-    def from_spec(cls, spec: str) -> "Stage":
-        """``module:function`` (``--stage``): a jitted function, a :class:`Stage`, or a
-        function returning one."""
-        mod, sep, name = spec.partition(":")
-        if not sep or not mod or not name:
+    def from_spec(cls, spec: str, *, worker: int | None = None) -> "Stage":
+        """``module:function`` or ``path/to/file.py:function`` (``--stage``): a jitted
+        function, a :class:`Stage`, or a function returning one (called here; if it takes a
+        ``worker`` parameter it gets ``worker``: None in the process that checks the stage
+        and in a single-process run, the worker's number in a ``--workers`` process).  A file
+        is imported under a name derived from its absolute path (:func:`file_module`), the
+        same in every process."""
+        if not isinstance(spec, str):
             raise StageError(f"--stage takes module:function, got {spec!r}")
+        mod, sep, name = spec.rpartition(":")
+        if not sep or not mod or not name:
+            raise StageError(f"--stage takes module:function or path/to/file.py:function, "
+                             f"got {spec!r}")
         try:
-            m = importlib.import_module(mod)
-        except ImportError as e:
-            raise StageError(f"--stage {spec}: cannot import {mod!r}: {e}") from None
+            if mod.endswith(".py") or os.sep in mod:
+                m = file_module(mod)
+            else:
+                m = importlib.import_module(mod)
+        except StageError:
+            raise
+        except Exception as e:          # ImportError, SyntaxError, whatever its top level raised
+            raise StageError(f"--stage {spec}: cannot import {mod!r}: "
+                             f"{type(e).__name__}: {e}") from None
         obj = getattr(m, name, None)
         if obj is None:
             raise StageError(f"--stage {spec}: module {mod!r} has no {name!r}")
         if isinstance(obj, Stage):
             return obj
         if isinstance(obj, Dispatcher):
-            return cls(obj)
-        if callable(obj):
-            st = obj()
+            try:
+                return cls(obj)
+            except StageError as e:
+                raise StageError(f"--stage {spec}: {e}") from None
+        if inspect.isfunction(obj) and _required(obj) - {"worker"}:
+            # parameters a factory would not take: a stage someone forgot to jit
+            raise StageError(f"--stage {spec}: the stage {name!r} is not a jitted function: "
+                             "decorate it with @numba.njit (or pktbuf's kernel)")
+        if inspect.isfunction(obj):
+            try:
+                takes = "worker" in inspect.signature(obj).parameters
+                st = obj(worker=worker) if takes else obj()
+            except StageError as e:
+                raise StageError(f"--stage {spec}: {e}") from None
+            except Exception as e:      # the user's factory failed: say so, with its words
+                raise StageError(f"--stage {spec}: {name}() failed: "
+                                 f"{type(e).__name__}: {e}") from None
             if not isinstance(st, Stage):
                 raise StageError(f"--stage {spec}: {name}() returned "
                                  f"{type(st).__name__}, not a Stage")
             return st
-        raise StageError(f"--stage {spec}: {name} is neither a jitted function nor a Stage")
+        raise StageError(f"--stage {spec}: {name} is not a jitted function (decorate it with "
+                         "@numba.njit), a Stage, or a function returning a Stage")
+
+    @property
+    def name(self) -> str:
+        """``module:function`` of the stage (a chain's joined by ``+``)."""
+        return "+".join(f"{m}:{n}" for m, n, _ in self._refs)
 
     @property
     def loop(self):
@@ -138,21 +242,35 @@ class Stage:
     def module_file(self) -> str:
         return gen.load(self._refs, self.depends).__file__
 
-    def check(self, ports) -> None:
-        """Compile the loop with this state over ``ports``' table (no port need be open; a
-        run of zero streams) -- or load it from the cache.  :class:`StageError` with Numba's
-        message when it does not compile."""
-        r = StageRunner(ports, self, streams=[])
+    @property
+    def dist_loop(self):
+        """The compiled loop of a distributor-fed worker (``stage_dist_loop`` of the module
+        generated from :mod:`pktbuf.apps.stage.dist_loop`)."""
+        if getattr(self, "_dist_loop", None) is None:
+            from . import dist_loop as template
+            self._dist_loop = gen.load(self._refs, self.depends,
+                                       template=template).stage_dist_loop
+        return self._dist_loop
+
+    def compiled(self, call):
+        """``call()`` (a first call of one of this stage's loops), its Numba errors as
+        :class:`StageError`."""
         try:
-            r.run(0.0)
+            return call()
         except StageError:
             raise
         except Exception as e:          # numba's TypingError, LoweringError, ...
             msg = str(e).strip().splitlines()
             head = "\n".join(msg[:12])
-            names = ", ".join(f"{m}:{n}" for m, n, _ in self._refs)
-            raise StageError(f"the stage {names} does not compile with this state "
+            raise StageError(f"the stage {self.name} does not compile with this state "
                              f"({type(e).__name__}):\n{head}") from None
+
+    def check(self, ports) -> None:
+        """Compile the loop with this state over ``ports``' table (no port need be open; a
+        run of zero streams) -- or load it from the cache.  :class:`StageError` with Numba's
+        message when it does not compile."""
+        r = StageRunner(ports, self, streams=[])
+        self.compiled(lambda: r.run(0.0))
 
 
 class StageRunner:

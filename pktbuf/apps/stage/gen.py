@@ -51,8 +51,8 @@ def stage_dir(env=None) -> Path:
     return Path(base) / "pktbuf" / "stages"
 
 
-def _template_source() -> str:
-    return Path(_template.__file__).read_text()
+def _template_source(template=None) -> str:
+    return Path((template or _template).__file__).read_text()
 
 
 def _hook_lines(refs: list[tuple[str, str, tuple[int, int]]]) -> list[str]:
@@ -70,14 +70,16 @@ def _hook_lines(refs: list[tuple[str, str, tuple[int, int]]]) -> list[str]:
     return lines
 
 
-def render(refs, depends: tuple = ()) -> tuple[str, str]:
-    """(module name, source) of the loop for ``refs`` (see :func:`_hook_lines`)."""
-    tpl = _template_source()
+def render(refs, depends: tuple = (), template=None) -> tuple[str, str]:
+    """(module name, source) of the loop for ``refs`` (see :func:`_hook_lines`), a copy of
+    ``template`` (a module with one ``STAGE-HOOK`` line; default :mod:`.loop`)."""
+    template = template or _template
+    tpl = _template_source(template)
     if tpl.count(HOOK) != 1:
         raise RuntimeError("the stage loop template must hold exactly one STAGE-HOOK line")
     h = hashlib.sha256()
     h.update(tpl.encode())
-    h.update(source_tag(_template.__file__).encode())
+    h.update(source_tag(template.__file__).encode())
     h.update(numba.__version__.encode())
     files = []
     for mod, name, sl in refs:
@@ -118,10 +120,10 @@ def _write_once(path: Path, text: str) -> None:
         os.unlink(tmp)
 
 
-def load(refs, depends: tuple = (), env=None):
-    """The generated loop module for ``refs``, written if needed and imported (once per
-    process)."""
-    modname, text = render(refs, depends)
+def load(refs, depends: tuple = (), env=None, template=None):
+    """The generated loop module for ``refs`` (from ``template``, default :mod:`.loop`),
+    written if needed and imported (once per process)."""
+    modname, text = render(refs, depends, template)
     hit = sys.modules.get(modname)
     if hit is not None:
         return hit
