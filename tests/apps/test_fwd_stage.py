@@ -101,6 +101,28 @@ def test_forwarder_takes_a_jitted_function_and_its_state():
         assert fw.close() == 0
 
 
+def test_record_cycles_counts_the_stage_loops_busy_cycles_only_when_asked():
+    for record in (False, True):
+        rx, tx = pktbuf.Ring(1024), pktbuf.Ring(1024)
+        fw = Forwarder([wired(rx, tx)], stage=S.make(), record_cycles=record)
+        try:
+            for _ in range(3):
+                fw.run_slice(0.01)                  # idle: nothing counted either way
+            assert fw.rows()[0]["busy_cycles"] == 0
+            inject(fw, rx, [frame(2 * i) for i in range(200)])
+            for _ in range(5):
+                fw.run_slice(0.01)
+            row = fw.rows()[0]
+            assert row["rx"] == 200
+            if record:
+                assert 0 < row["busy_cycles"] / row["rx"] < 1e6
+            else:
+                assert row["busy_cycles"] == 0
+            drain(fw, tx)
+        finally:
+            assert fw.close() == 0
+
+
 @pytest.mark.parametrize("stage, state, exc, words", [
     (S.not_jitted, None, StageError, "not a jitted function"),
     (S.six_params, None, StageError, "exactly 7 positional parameters"),

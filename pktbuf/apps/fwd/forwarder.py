@@ -55,7 +55,7 @@ class Forwarder:
     the stage's compiled loop instead of the forwarding mode's: each stream's Tx port is the
     default the stage may change per packet or turn into a drop.  A stage forwards in ``io``
     mode only (it decides what happens to each packet; ``mac``/``macswap`` rewrites belong in
-    the stage), and ``record_cycles`` is refused with it.  It is checked -- compiled or
+    the stage), and ``record_cycles`` counts its busy cycles.  It is checked -- compiled or
     loaded -- before any port opens (:class:`~pktbuf.apps.stage.api.StageError`).
     """
 
@@ -74,9 +74,6 @@ class Forwarder:
         if self.stage is not None and mode != "io":
             raise InvalidArgument(f"a stage forwards in io mode (it decides each packet's "
                                   f"port itself), not {mode}")
-        if self.stage is not None and record_cycles:
-            raise InvalidArgument("record_cycles (--record-core-cycles) is not counted by "
-                                  "the stage loop")
         self.mode = mode
         self.burst = burst
         self.record_cycles = bool(record_cycles)
@@ -123,7 +120,8 @@ class Forwarder:
             from ..stage.api import StageRunner
             self.runner = StageRunner(self.ports, self.stage,
                                       [(int(r), 0, int(t)) for r, t in self.streams],
-                                      burst=burst, idle_backoff=idle_backoff)
+                                      burst=burst, idle_backoff=idle_backoff,
+                                      record_cycles=record_cycles)
             self.runner.idle_max_us = self.idle_max_us
             self.runner.cnt = self.cnt           # one set of per-port counters (same words)
 

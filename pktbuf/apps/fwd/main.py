@@ -155,8 +155,6 @@ def main(argv=None, *, before_start=None) -> int:
         if a.forward_mode != "io":
             ap.error(f"argument --stage: the stage decides each packet's port; it runs in io "
                      f"mode, not --forward-mode {a.forward_mode}")
-        if a.record_core_cycles:
-            ap.error("argument --record-core-cycles: not counted with --stage")
     # Ctrl-C (SIGINT) stops the run even when the shell started us with SIGINT ignored (a
     # background job of a non-interactive shell), as testpmd's own handler does
     signal.signal(signal.SIGINT, signal.default_int_handler)
