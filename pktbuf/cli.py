@@ -33,6 +33,7 @@ _BENCHES = {
     "rss": "pktbuf.bench.rss",
     "distrib": "pktbuf.bench.distrib",
     "net": "pktbuf.bench.net",
+    "lpm_update": "pktbuf.bench.lpm_update",
 }
 
 

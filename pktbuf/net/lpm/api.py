@@ -23,7 +23,7 @@ import numpy as np
 
 from ...errors import InvalidArgument, NoRoom, NoSuchRule, OutOfRange, check_count, raise_for
 from . import layout as L
-from .lpm4 import (lpm_add, lpm_delete, lpm_delete_all, lpm_is_rule_present, lpm_lookup,
+from .lpm4 import (lpm_add, lpm_add_bulk, lpm_delete, lpm_delete_all, lpm_is_rule_present, lpm_lookup,
                    lpm_lookup_bulk, lpm_lookupx4)
 from .lpm6 import (lpm6_add, lpm6_delete, lpm6_delete_all, lpm6_is_rule_present, lpm6_lookup,
                    lpm6_lookup_bulk)
@@ -230,6 +230,40 @@ class Lpm(_Table):
         if isinstance(addrs, (str, bytes)) or not hasattr(addrs, "__len__"):
             raise InvalidArgument("addresses must be a sequence or a 1-d integer array")
         return np.array([self._addr(a) for a in addrs], np.uint32)
+
+    def add_bulk(self, prefixes, depths, next_hops, *, progress=None) -> None:
+        """Add ``prefixes[i]/depths[i] -> next_hops[i]`` in order, in one compiled call (the
+        way to push many routes from Python: a few hundred nanoseconds per route instead of
+        a call each).  Every argument is checked before the first add (a bad one changes
+        nothing).  ``progress``: an int64 array whose element 0 is raised by one after each
+        add with a release store -- readers of a shared table can tell which adds were in
+        force.  Raises :class:`NoRoom` if the table fills up: the adds before the one that
+        did not fit stay (as many :meth:`add` calls would), the message says how many."""
+        ips = self._addrs(prefixes)
+        d = np.asarray(depths)
+        h = np.asarray(next_hops)
+        if d.ndim != 1 or h.ndim != 1 or d.size != ips.size or h.size != ips.size:
+            raise InvalidArgument(f"prefixes, depths and next_hops must be 1-d and of one "
+                                  f"length, got {ips.size}, {d.shape}, {h.shape}")
+        if d.size and (d.dtype.kind not in "iu" or int(d.min()) < 1 or int(d.max()) > 32):
+            raise InvalidArgument("depths must be integers in 1..32")
+        if h.size and (h.dtype.kind not in "iu" or int(h.min()) < 0
+                       or int(h.max()) >= 1 << self.NH_BITS):
+            raise OutOfRange(f"next_hops must be integers in [0, 2^{self.NH_BITS})")
+        if progress is None:
+            progress = np.zeros(1, np.int64)
+        elif not (isinstance(progress, np.ndarray) and progress.dtype == np.int64
+                  and progress.ndim == 1 and progress.size >= 1 and progress.flags.writeable):
+            raise InvalidArgument("progress must be a writeable 1-d int64 array")
+        d = np.ascontiguousarray(d, np.int64)
+        h = np.ascontiguousarray(h, np.int64)
+        before = int(progress[0])
+        rc = lpm_add_bulk(self._blk, ips, d, h, ips.size, progress)
+        if rc < 0:
+            done = int(progress[0]) - before
+            i = done
+            raise_for(rc, f"no room for {self._show(int(ips[i]), int(d[i]))} (adds "
+                          f"{done} of {ips.size} were made)")
 
     def lookup_bulk(self, addrs, out=None) -> np.ndarray:
         """``rte_lpm_lookup_bulk``: ``out[i]`` (uint32) = the raw table entry for ``addrs[i]``

@@ -37,7 +37,7 @@ from .layout import (DEPTH_SHIFT, GROUP_ENTRIES, M_DEPTH0, M_FREE_EPOCH, M_FREE_
                      VALID, VALID_EXT, VALID_GROUP)
 from .rules import KEY4_MASK, rule4_find, rule4_insert, rule4_remove
 
-__all__ = ["lpm_add", "lpm_delete", "lpm_is_rule_present", "lpm_delete_all", "lpm_lookup",
+__all__ = ["lpm_add", "lpm_add_bulk", "lpm_delete", "lpm_is_rule_present", "lpm_delete_all", "lpm_lookup",
            "lpm_lookup_bulk", "lpm_lookupx4"]
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -271,6 +271,24 @@ def lpm_add(lpm, ip, depth, next_hop):
         _add_small(lpm, ip, depth, nh)
     else:
         _add_big(lpm, ip, depth, nh)
+    return 0
+
+
+@kernel
+def lpm_add_bulk(lpm, ips, depths, next_hops, n, progress):
+    """``n`` adds in order, as :func:`lpm_add` each; after each one ``progress[0]`` is raised
+    by one with a release store, so a concurrent reader that reads it (acquire) before a
+    lookup knows which adds were in force.  Stops at the first failing add.  Returns 0, the
+    first failure's code, or ``-EINVAL`` if ``n`` is negative or exceeds an array or
+    ``progress`` is empty."""
+    if n < 0 or n > ips.shape[0] or n > depths.shape[0] or n > next_hops.shape[0] \
+            or progress.shape[0] < 1:
+        return E_INVAL
+    for i in range(n):
+        rc = lpm_add(lpm, np.int64(ips[i]), np.int64(depths[i]), np.int64(next_hops[i]))
+        if rc < 0:
+            return rc
+        store_release(progress, 0, progress[0] + 1)
     return 0
 
 
