@@ -22,15 +22,16 @@ points to it is stored (release); a group is unhooked from tbl24 before it is fr
 leaves to RCU -- a reader that read a tbl24 pointer, then reads the group after it was freed
 and reused -- is closed by a counter of freed groups (``meta[M_FREE_EPOCH]``): the writer bumps
 it before it touches a freed group, and a lookup that reaches tbl8 re-reads the tbl24 entry and
-the group entry between two reads of the counter, retrying if it moved.  Lookups that stop at
-tbl24 (most) read nothing more than DPDK's.
+the group entry between two reads of the counter, retrying if it moved (bulk lookups run their
+whole loop between two reads).  Lookups that stop at tbl24 read nothing more than DPDK's.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..._jit import kernel
-from ...atomics import fence_release, load_acquire, store_relaxed, store_release
+from ...atomics import (fence_acquire, fence_release, load_acquire, load_relaxed, store_relaxed,
+                        store_release)
 from ...errors import E_INVAL, E_NOENT, E_NOSPC
 from .layout import (DEPTH_SHIFT, GROUP_ENTRIES, M_DEPTH0, M_FREE_EPOCH, M_FREE_HINT,
                      M_MAX_RULES, M_NTBL8, M_NWORDS, M_RCAP, M_TBL8_USED, M_USED_RULES, NH_MASK,
@@ -91,13 +92,21 @@ def lpm_lookup_bulk(lpm, ips, next_hops, n):
     if n < 0 or n > ips.shape[0] or n > next_hops.shape[0]:
         return E_INVAL
     t24 = lpm.tbl24
-    for i in range(n):
-        ip = np.int64(ips[i])
-        e = t24[(ip >> 8) & 0xFFFFFF]
-        if (e & VALID_EXT) == VALID_EXT:
-            e = _tbl8_read(lpm, ip)
-        next_hops[i] = e
-    return 0
+    t8 = lpm.tbl8
+    m = lpm.meta
+    # the loop as rte_lpm_lookup_bulk's, between two reads of the free counter: redone if a
+    # group was freed meanwhile (a tbl8 read may have been of a reused group)
+    while True:
+        s = load_acquire(m, M_FREE_EPOCH)
+        for i in range(n):
+            ip = np.int64(ips[i])
+            e = t24[(ip >> 8) & 0xFFFFFF]
+            if (e & VALID_EXT) == VALID_EXT:
+                e = t8[(np.int64(e) & NH_MASK) * GROUP_ENTRIES + (ip & 0xFF)]
+            next_hops[i] = e
+        fence_acquire()
+        if load_relaxed(m, M_FREE_EPOCH) == s:
+            return 0
 
 
 @kernel
@@ -117,14 +126,26 @@ def lpm_lookupx4(lpm, ips, hop, defv):
     e2 = np.int64(t24[(a2 >> 8) & 0xFFFFFF])
     e3 = np.int64(t24[(a3 >> 8) & 0xFFFFFF])
     if ((e0 | e1 | e2 | e3) & VALID_GROUP) != 0:
-        if (e0 & VALID_EXT) == VALID_EXT:
-            e0 = np.int64(_tbl8_read(lpm, a0))
-        if (e1 & VALID_EXT) == VALID_EXT:
-            e1 = np.int64(_tbl8_read(lpm, a1))
-        if (e2 & VALID_EXT) == VALID_EXT:
-            e2 = np.int64(_tbl8_read(lpm, a2))
-        if (e3 & VALID_EXT) == VALID_EXT:
-            e3 = np.int64(_tbl8_read(lpm, a3))
+        # some go on to tbl8: all four again between two reads of the free counter
+        t8 = lpm.tbl8
+        m = lpm.meta
+        while True:
+            s = load_acquire(m, M_FREE_EPOCH)
+            e0 = np.int64(t24[(a0 >> 8) & 0xFFFFFF])
+            e1 = np.int64(t24[(a1 >> 8) & 0xFFFFFF])
+            e2 = np.int64(t24[(a2 >> 8) & 0xFFFFFF])
+            e3 = np.int64(t24[(a3 >> 8) & 0xFFFFFF])
+            if (e0 & VALID_EXT) == VALID_EXT:
+                e0 = np.int64(t8[(e0 & NH_MASK) * GROUP_ENTRIES + (a0 & 0xFF)])
+            if (e1 & VALID_EXT) == VALID_EXT:
+                e1 = np.int64(t8[(e1 & NH_MASK) * GROUP_ENTRIES + (a1 & 0xFF)])
+            if (e2 & VALID_EXT) == VALID_EXT:
+                e2 = np.int64(t8[(e2 & NH_MASK) * GROUP_ENTRIES + (a2 & 0xFF)])
+            if (e3 & VALID_EXT) == VALID_EXT:
+                e3 = np.int64(t8[(e3 & NH_MASK) * GROUP_ENTRIES + (a3 & 0xFF)])
+            fence_acquire()
+            if load_relaxed(m, M_FREE_EPOCH) == s:
+                break
     d = np.int64(defv)
     hop[0] = (e0 & NH_MASK) if e0 & VALID else d
     hop[1] = (e1 & NH_MASK) if e1 & VALID else d
