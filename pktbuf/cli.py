@@ -1,6 +1,6 @@
 """The ``pktbuf`` command.
 
-    pktbuf bench [core|memif|pagepool|heap|ports|rss|distrib|net|all] [options]  measure (default: core)
+    pktbuf bench [core|memif|pagepool|heap|ports|rss|distrib|net|l3fwd|lpm_update|all] [options]  measure (default: core)
     pktbuf demo [options]                                   the memif forwarding demo
     pktbuf fwd --vdev DEVICE [--vdev ...] [options]         testpmd-like forwarder over any ports
     pktbuf l3fwd --vdev DEVICE [...] -- -p MASK --config "(port,queue,lcore),..." [l3fwd options]
@@ -34,6 +34,7 @@ _BENCHES = {
     "distrib": "pktbuf.bench.distrib",
     "net": "pktbuf.bench.net",
     "l3fwd": "pktbuf.bench.l3fwd",
+    "lpm_update": "pktbuf.bench.lpm_update",
 }
 
 

@@ -124,3 +124,39 @@ def test_shared_table_is_a_memfd_block():
     t = Lpm(4, 2, shared=True)
     t.add("10.0.0.0", 8, 5)
     assert t.block.memory.fd is not None and t.lookup("10.1.1.1") == 5
+
+
+def test_add_bulk_is_add_in_order_and_checks_first():
+    from pktbuf.net.lpm.naive import NaiveLpm
+    rng = np.random.default_rng(9)
+    n = 400
+    ips = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    depths = rng.integers(1, 33, n)
+    nhs = rng.integers(0, 1 << 24, n)
+    lpm, nv = Lpm(n, 512), NaiveLpm(n, 512)
+    progress = np.zeros(1, np.int64)
+    lpm.add_bulk(ips, depths, nhs, progress=progress)
+    for a, d, h in zip(ips.tolist(), depths.tolist(), nhs.tolist()):
+        nv.add(a & (((1 << d) - 1) << (32 - d)), d, h)
+    assert progress[0] == n and len(lpm) == len(nv.rules)
+    probe = rng.integers(0, 1 << 32, 2000, dtype=np.uint64).astype(np.uint32)
+    probe[:n] = ips
+    assert [lpm.lookup(int(a)) for a in probe] == \
+        [None if nv.lookup(int(a)) < 0 else nv.lookup(int(a)) for a in probe]
+    # bad arguments: nothing added
+    before = len(lpm)
+    for args, exc in (((ips[:3], [1, 0, 3], [1, 2, 3]), InvalidArgument),
+                      ((ips[:3], [1, 2, 33], [1, 2, 3]), InvalidArgument),
+                      ((ips[:3], [1, 2, 3], [1, 2, 1 << 24]), OutOfRange),
+                      ((ips[:3], [1, 2], [1, 2, 3]), InvalidArgument),
+                      ((ips[:3], [1.0, 2.0, 3.0], [1, 2, 3]), InvalidArgument)):
+        with pytest.raises(exc):
+            lpm.add_bulk(*args, progress=progress)
+    with pytest.raises(InvalidArgument):
+        lpm.add_bulk(ips[:1], [8], [1], progress=np.zeros(1, np.int32))
+    assert len(lpm) == before and progress[0] == n
+    # no room: the adds before the one that does not fit stay
+    small = Lpm(2, 4)
+    with pytest.raises(NoRoom, match="adds 2 of 3"):
+        small.add_bulk([0x0A000000, 0x0B000000, 0x0C000000], [8, 8, 8], [1, 2, 3])
+    assert len(small) == 2 and small.lookup("11.1.1.1") == 2

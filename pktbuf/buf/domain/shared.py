@@ -29,7 +29,8 @@ from ...shm import Region, Window
 from .domain import Domain
 from .pools import Mempool, PktmbufPool
 from ..ring.api import Ring
-from .shared_header import (E_FREE, E_LIVE, HDR_WORDS, HEADER_SIZE, K_POOL, K_RING, K_TABLES,
+from .shared_header import (E_FREE, E_LIVE, HDR_WORDS, HEADER_SIZE, K_POOL, K_REGION, K_RING,
+                            K_TABLES,
                             LAYOUT_VERSION, MAGIC, MAX_ENTRIES, ST_CLOSED, ST_LIVE, W_BASE,
                             W_DOMSIG, W_MAGIC, W_PRIMARY, W_PRIMARY_START, W_STATE, W_VERSION,
                             W_WSIZE, _HeaderChannel, _sock_addr)
@@ -247,6 +248,26 @@ class SharedDomain(_HeaderChannel, _LcoreTable, _PeerWatch, _Workers):
             self._objs[i] = ring
             return ring
 
+    def add_region(self, name: str, region: Region) -> None:
+        """Register ``region`` (a :class:`~pktbuf.shm.Region`: a memfd, such as the memory of
+        a table block made with ``shared=True``) under ``name`` (primary only), so that every
+        attached process can map it with :meth:`region`.  The domain keeps a reference to it
+        while it is open; the library that made it says what its bytes mean (see
+        ``pktbuf.Lpm(..., domain=)``)."""
+        if not isinstance(region, Region) or getattr(region, "fd", None) is None:
+            raise InvalidArgument("add_region takes a memfd Region (a block made with "
+                                  f"shared=True), got {type(region).__name__}")
+        self._open()
+        with self._lock:
+            i = self._new_entry(name)
+            self._set_entry(i, K_REGION, name, -1, 0, region.fd, region.size, -1)
+            self._objs[i] = region
+
+    def region(self, name: str) -> Region:
+        """The region registered as ``name`` (mapped into this process on first use, at an
+        address of its own: a region holds no pointers)."""
+        return self._lookup(name, K_REGION, "region")
+
     def pool(self, name: str) -> Mempool:
         """The pool registered as ``name`` (mapped into this process on first use)."""
         return self._lookup(name, K_POOL, "pool")
@@ -256,12 +277,14 @@ class SharedDomain(_HeaderChannel, _LcoreTable, _PeerWatch, _Workers):
         return self._lookup(name, K_RING, "ring")
 
     def names(self) -> dict:
-        """``{"pools": [...], "rings": [...]}``: what the domain has registered."""
-        out = {"pools": [], "rings": []}
+        """``{"pools": [...], "rings": [...], "regions": [...]}``: what the domain has
+        registered."""
+        out = {"pools": [], "rings": [], "regions": []}
+        key = {K_POOL: "pools", K_RING: "rings", K_REGION: "regions"}
         for i in range(1, MAX_ENTRIES):
             e = self._ent[i]
-            if int(e["state"]) == E_LIVE:
-                out["pools" if int(e["kind"]) == K_POOL else "rings"].append(self._entry_name(i))
+            if int(e["state"]) == E_LIVE and int(e["kind"]) in key:
+                out[key[int(e["kind"])]].append(self._entry_name(i))
         return out
 
     def _lookup(self, name, kind, what):
@@ -282,6 +305,8 @@ class SharedDomain(_HeaderChannel, _LcoreTable, _PeerWatch, _Workers):
                 raise
             if kind == K_RING:
                 obj = Ring.attach(fd, int(e["size"]))
+            elif kind == K_REGION:
+                obj = Region.attach(fd, int(e["size"]), f"pktbuf-{name}")
             else:
                 pid = int(e["pool"])
                 region = Region.attach(fd, int(e["size"]), f"pktbuf-{name}",

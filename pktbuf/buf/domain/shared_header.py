@@ -39,8 +39,9 @@ ST_LIVE, ST_CLOSED = 1, 2
 LC_WORDS = 4
 LC_OWNER, LC_START = 0, 1
 
-# registry of named memfds; entry 0 is the domain's tables
-K_TABLES, K_POOL, K_RING = 1, 2, 3
+# registry of named memfds; entry 0 is the domain's tables; K_REGION: a memfd some other
+# library keeps its table in (an LPM or hash table block), mapped anywhere by each process
+K_TABLES, K_POOL, K_RING, K_REGION = 1, 2, 3, 4
 E_FREE, E_LIVE = 0, 1
 MAX_ENTRIES = 512
 NAME_BYTES = 48
@@ -204,8 +205,9 @@ class _HeaderChannel:
                                     "process that created it; find them by name here")
         if not isinstance(name, str) or not 1 <= len(name.encode()) <= NAME_BYTES:
             raise InvalidArgument(f"a name is 1..{NAME_BYTES} bytes, got {name!r}")
-        if self._find(name, K_POOL) is not None or self._find(name, K_RING) is not None:
-            raise InvalidArgument(f"a pool or ring named {name!r} exists in this domain")
+        if any(self._find(name, k) is not None for k in (K_POOL, K_RING, K_REGION)):
+            raise InvalidArgument(f"a pool, ring or region named {name!r} exists in this "
+                                  "domain")
         for i in range(1, MAX_ENTRIES):
             if int(self._ent[i]["state"]) == E_FREE and i not in self._objs:
                 return i

@@ -40,6 +40,7 @@ M_TBL8_USED = 4      # groups in use
 M_FREE_HINT = 5      # IPv4: first bitmap word that may hold a free group
 M_NWORDS = 6         # IPv4: bitmap words
 M_DEPTH0 = 8         # meta[M_DEPTH0 + d]: rules of depth d
+M_FREE_EPOCH = 56    # IPv4: tbl8 groups freed so far (readers' retry check; own cache line)
 
 LPM4 = Layout("lpm4", [
     ("tbl24", np.uint32, TBL24_ENTRIES),
@@ -105,4 +106,24 @@ def create6(max_rules: int, number_tbl8s: int, *, shared: bool = False, name=Non
     m[M_NTBL8] = number_tbl8s
     m[M_RCAP] = cap
     blk.pool[:] = np.arange(number_tbl8s, dtype=np.int32)
+    return blk
+
+
+def attach4(mem):
+    """The IPv4 table block in ``mem`` (a :class:`~pktbuf.shm.Region` another process made),
+    after checking that its header and counters describe a table that fits the memory: the
+    bytes are another process's, so nothing in them is trusted.  ``ValueError`` if not."""
+    from ...block import HDR_FIELD0
+    blk = LPM4.attach(mem)
+    hdr = mem.view(np.uint64, 0, HDR_FIELD0 + 2 * len(LPM4.fields))
+    m = blk.meta
+    mr, nt, cap, nw = int(m[M_MAX_RULES]), int(m[M_NTBL8]), int(m[M_RCAP]), int(m[M_NWORDS])
+    if not (1 <= mr < 1 << 32 and 1 <= nt <= MAX_TBL8_GROUPS and cap == rule_slots(mr)
+            and nw == (nt + 63) // 64):
+        raise ValueError("the table's counters are not those of an IPv4 LPM table")
+    places, size = LPM4.place({"tbl8": nt * GROUP_ENTRIES, "rules": cap, "used8": nw})
+    got = [(int(hdr[HDR_FIELD0 + 2 * i]), int(hdr[HDR_FIELD0 + 2 * i + 1]))
+           for i in range(len(places))]
+    if got != places or size > mem.size:
+        raise ValueError("the table's header does not match its counters")
     return blk

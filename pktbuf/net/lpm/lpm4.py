@@ -14,24 +14,31 @@ is left as it was); ``-ENOENT`` (-2) lookup miss.  Next hops are taken modulo 2^
 24-bit field of DPDK's entry does (DPDK's rule array keeps all 32 bits; here the rule keeps the
 24 that reach the tables -- the facade refuses larger values).
 
-Concurrency: one writer, any number of readers (threads or processes), as DPDK without RCU:
-an entry is one aligned 32-bit store, and a tbl24 pointer is published with a release store
-after its group is written.  Reusing a freed group while a reader is still in it is the race
-DPDK's RCU mode closes; there is no RCU here.
+Concurrency: one writer, any number of lock-free readers (threads or processes mapping a
+shared table), and a lookup never returns a next hop that was not in force at some moment
+during the lookup.  Writes keep every intermediate table valid, in ``rte_lpm``'s order: an
+entry is one aligned 32-bit store; a new tbl8 group is filled before the tbl24 entry that
+points to it is stored (release); a group is unhooked from tbl24 before it is freed.  What DPDK
+leaves to RCU -- a reader that read a tbl24 pointer, then reads the group after it was freed
+and reused -- is closed by a counter of freed groups (``meta[M_FREE_EPOCH]``): the writer bumps
+it before it touches a freed group, and a lookup that reaches tbl8 re-reads the tbl24 entry and
+the group entry between two reads of the counter, retrying if it moved (bulk lookups run their
+whole loop between two reads).  Lookups that stop at tbl24 read nothing more than DPDK's.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..._jit import kernel
-from ...atomics import store_release
+from ...atomics import (fence_acquire, fence_release, load_acquire, load_relaxed, store_relaxed,
+                        store_release)
 from ...errors import E_INVAL, E_NOENT, E_NOSPC
-from .layout import (DEPTH_SHIFT, GROUP_ENTRIES, M_DEPTH0, M_FREE_HINT, M_MAX_RULES, M_NTBL8,
-                     M_NWORDS, M_RCAP, M_TBL8_USED, M_USED_RULES, NH_MASK, VALID, VALID_EXT,
-                     VALID_GROUP)
+from .layout import (DEPTH_SHIFT, GROUP_ENTRIES, M_DEPTH0, M_FREE_EPOCH, M_FREE_HINT,
+                     M_MAX_RULES, M_NTBL8, M_NWORDS, M_RCAP, M_TBL8_USED, M_USED_RULES, NH_MASK,
+                     VALID, VALID_EXT, VALID_GROUP)
 from .rules import KEY4_MASK, rule4_find, rule4_insert, rule4_remove
 
-__all__ = ["lpm_add", "lpm_delete", "lpm_is_rule_present", "lpm_delete_all", "lpm_lookup",
+__all__ = ["lpm_add", "lpm_add_bulk", "lpm_delete", "lpm_is_rule_present", "lpm_delete_all", "lpm_lookup",
            "lpm_lookup_bulk", "lpm_lookupx4"]
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -45,13 +52,33 @@ def _mask(depth):
 # --- lookups: the hot path ----------------------------------------------------------------
 
 @kernel
+def _tbl8_read(lpm, ip):
+    """The entry of ``ip`` once its tbl24 entry was a group pointer: tbl24 and the group read
+    again between two acquire reads of the free counter, until no group was freed meanwhile
+    (so the group read is the one tbl24 pointed to).  Not inlined: the rare path stays out of
+    the callers' loops."""
+    m = lpm.meta
+    t24 = lpm.tbl24
+    t8 = lpm.tbl8
+    i24 = (ip >> 8) & 0xFFFFFF
+    while True:
+        s = load_acquire(m, M_FREE_EPOCH)
+        e = load_acquire(t24, i24)
+        if (e & VALID_EXT) != VALID_EXT:
+            return e                  # unhooked meanwhile: the tbl24 entry is the answer
+        f = load_acquire(t8, (np.int64(e) & NH_MASK) * GROUP_ENTRIES + (ip & 0xFF))
+        if load_acquire(m, M_FREE_EPOCH) == s:
+            return f
+
+
+@kernel
 def lpm_lookup(lpm, ip):
     """Next hop of ``ip`` (an IPv4 address as an integer, host order): ``>= 0`` on a hit,
     ``-ENOENT`` (-2) on a miss.  Two dependent loads at most (``rte_lpm_lookup``)."""
     e = lpm.tbl24[(ip >> 8) & 0xFFFFFF]
     # a pointer (valid + valid_group) sends the lookup to the tbl8 group: rare for real tables
     if (e & VALID_EXT) == VALID_EXT:
-        e = lpm.tbl8[(np.int64(e) & NH_MASK) * GROUP_ENTRIES + (ip & 0xFF)]
+        e = _tbl8_read(lpm, ip)
     if e & VALID:
         return np.int64(e) & NH_MASK
     return E_NOENT
@@ -66,13 +93,20 @@ def lpm_lookup_bulk(lpm, ips, next_hops, n):
         return E_INVAL
     t24 = lpm.tbl24
     t8 = lpm.tbl8
-    for i in range(n):
-        ip = np.int64(ips[i])
-        e = t24[(ip >> 8) & 0xFFFFFF]
-        if (e & VALID_EXT) == VALID_EXT:
-            e = t8[(np.int64(e) & NH_MASK) * GROUP_ENTRIES + (ip & 0xFF)]
-        next_hops[i] = e
-    return 0
+    m = lpm.meta
+    # the loop as rte_lpm_lookup_bulk's, between two reads of the free counter: redone if a
+    # group was freed meanwhile (a tbl8 read may have been of a reused group)
+    while True:
+        s = load_acquire(m, M_FREE_EPOCH)
+        for i in range(n):
+            ip = np.int64(ips[i])
+            e = t24[(ip >> 8) & 0xFFFFFF]
+            if (e & VALID_EXT) == VALID_EXT:
+                e = t8[(np.int64(e) & NH_MASK) * GROUP_ENTRIES + (ip & 0xFF)]
+            next_hops[i] = e
+        fence_acquire()
+        if load_relaxed(m, M_FREE_EPOCH) == s:
+            return 0
 
 
 @kernel
@@ -92,15 +126,26 @@ def lpm_lookupx4(lpm, ips, hop, defv):
     e2 = np.int64(t24[(a2 >> 8) & 0xFFFFFF])
     e3 = np.int64(t24[(a3 >> 8) & 0xFFFFFF])
     if ((e0 | e1 | e2 | e3) & VALID_GROUP) != 0:
+        # some go on to tbl8: all four again between two reads of the free counter
         t8 = lpm.tbl8
-        if (e0 & VALID_EXT) == VALID_EXT:
-            e0 = np.int64(t8[(e0 & NH_MASK) * GROUP_ENTRIES + (a0 & 0xFF)])
-        if (e1 & VALID_EXT) == VALID_EXT:
-            e1 = np.int64(t8[(e1 & NH_MASK) * GROUP_ENTRIES + (a1 & 0xFF)])
-        if (e2 & VALID_EXT) == VALID_EXT:
-            e2 = np.int64(t8[(e2 & NH_MASK) * GROUP_ENTRIES + (a2 & 0xFF)])
-        if (e3 & VALID_EXT) == VALID_EXT:
-            e3 = np.int64(t8[(e3 & NH_MASK) * GROUP_ENTRIES + (a3 & 0xFF)])
+        m = lpm.meta
+        while True:
+            s = load_acquire(m, M_FREE_EPOCH)
+            e0 = np.int64(t24[(a0 >> 8) & 0xFFFFFF])
+            e1 = np.int64(t24[(a1 >> 8) & 0xFFFFFF])
+            e2 = np.int64(t24[(a2 >> 8) & 0xFFFFFF])
+            e3 = np.int64(t24[(a3 >> 8) & 0xFFFFFF])
+            if (e0 & VALID_EXT) == VALID_EXT:
+                e0 = np.int64(t8[(e0 & NH_MASK) * GROUP_ENTRIES + (a0 & 0xFF)])
+            if (e1 & VALID_EXT) == VALID_EXT:
+                e1 = np.int64(t8[(e1 & NH_MASK) * GROUP_ENTRIES + (a1 & 0xFF)])
+            if (e2 & VALID_EXT) == VALID_EXT:
+                e2 = np.int64(t8[(e2 & NH_MASK) * GROUP_ENTRIES + (a2 & 0xFF)])
+            if (e3 & VALID_EXT) == VALID_EXT:
+                e3 = np.int64(t8[(e3 & NH_MASK) * GROUP_ENTRIES + (a3 & 0xFF)])
+            fence_acquire()
+            if load_relaxed(m, M_FREE_EPOCH) == s:
+                break
     d = np.int64(defv)
     hop[0] = (e0 & NH_MASK) if e0 & VALID else d
     hop[1] = (e1 & NH_MASK) if e1 & VALID else d
@@ -143,7 +188,18 @@ def _tbl8_alloc(lpm):
 
 
 @kernel
+def _bump_free_epoch(m):
+    """Tell readers a group is about to be reused: the counter's store is ordered before every
+    later store (release fence), so a reader that sees any change to the freed group also sees
+    the new count and retries."""
+    store_relaxed(m, M_FREE_EPOCH, m[M_FREE_EPOCH] + 1)
+    fence_release()
+
+
+@kernel
 def _tbl8_free(lpm, g):
+    """Free group ``g``, which no tbl24 entry points to any more."""
+    _bump_free_epoch(lpm.meta)
     lpm.tbl8[g * GROUP_ENTRIES] = 0           # DPDK clears entry 0 only
     w = g >> 6
     lpm.used8[w] &= ~(np.uint64(1) << np.uint64(g & 63))
@@ -236,6 +292,24 @@ def lpm_add(lpm, ip, depth, next_hop):
         _add_small(lpm, ip, depth, nh)
     else:
         _add_big(lpm, ip, depth, nh)
+    return 0
+
+
+@kernel
+def lpm_add_bulk(lpm, ips, depths, next_hops, n, progress):
+    """``n`` adds in order, as :func:`lpm_add` each; after each one ``progress[0]`` is raised
+    by one with a release store, so a concurrent reader that reads it (acquire) before a
+    lookup knows which adds were in force.  Stops at the first failing add.  Returns 0, the
+    first failure's code, or ``-EINVAL`` if ``n`` is negative or exceeds an array or
+    ``progress`` is empty."""
+    if n < 0 or n > ips.shape[0] or n > depths.shape[0] or n > next_hops.shape[0] \
+            or progress.shape[0] < 1:
+        return E_INVAL
+    for i in range(n):
+        rc = lpm_add(lpm, np.int64(ips[i]), np.int64(depths[i]), np.int64(next_hops[i]))
+        if rc < 0:
+            return rc
+        store_release(progress, 0, progress[0] + 1)
     return 0
 
 
@@ -365,6 +439,7 @@ def lpm_delete_all(lpm):
     t24 = lpm.tbl24
     for i in range(t24.shape[0]):
         t24[i] = 0
+    _bump_free_epoch(m)                       # every group is free from here on
     t8 = lpm.tbl8
     for i in range(t8.shape[0]):
         t8[i] = 0
