@@ -22,12 +22,13 @@ import importlib
 import threading
 
 from ..errors import InvalidArgument, check_count
-from .layout import (ETHDEV, H_DOM, K_NONE, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX,
-                     P_NB_TX)
+from .burst import KINDS_ALL, kinds_mask
+from .layout import (ETHDEV, H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_NONE, K_PCAP, K_RING,
+                     K_VHOST, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX)
 from ..drivers.common.api.devargs import parse_devargs
 from ..buf.domain.pools import PktmbufPool
 
-__all__ = ["Ports", "DRIVERS", "driver_of"]
+__all__ = ["Ports", "DRIVERS", "driver_of", "DRIVER_KINDS", "kinds_of_devices", "kinds_of_ports"]
 
 # driver name -> (facade module, class); a device name selects the driver it starts with
 DRIVERS = {
@@ -42,6 +43,10 @@ ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring", "eth_pcap": "net_pc
            "eth_af_packet": "net_af_packet", "eth_af_xdp": "net_af_xdp",
            "eth_vhost": "net_vhost"}
 
+# driver name -> the kind of its ports (which burst kernels a burst on one dispatches to)
+DRIVER_KINDS = {"net_memif": K_MEMIF, "net_ring": K_RING, "net_pcap": K_PCAP,
+                "net_af_packet": K_AF_PACKET, "net_af_xdp": K_AF_XDP, "net_vhost": K_VHOST}
+
 
 def driver_of(name: str) -> str:
     """The driver a device name selects (the longest driver name it starts with)."""
@@ -52,6 +57,32 @@ def driver_of(name: str) -> str:
         raise InvalidArgument(f"no driver for device {name!r}; known drivers: "
                               f"{', '.join(sorted(DRIVERS))}")
     return best[1]
+
+
+def kinds_of_devices(devices) -> int:
+    """The mask of the port kinds the device strings ``devices`` open
+    (:func:`~pktbuf.ethdev.burst.kinds_mask`), known before any of them is: a loop compiled
+    for it serves those port types only.  ``KINDS_ALL`` when an entry is not a device string
+    (a port built in Python) or names no known driver -- that one is reported when it is
+    opened."""
+    kinds = set()
+    for d in devices:
+        if not isinstance(d, str):
+            return KINDS_ALL
+        try:
+            kinds.add(DRIVER_KINDS[driver_of(d.split(",", 1)[0])])
+        except InvalidArgument:
+            return KINDS_ALL
+    return kinds_mask(kinds) if kinds else KINDS_ALL
+
+
+def kinds_of_ports(ports: "Ports", ids=None) -> int:
+    """The mask of the kinds of the ports ``ids`` (default: every port open in ``ports``);
+    ``KINDS_ALL`` when none is open."""
+    ids = list(ports.ids()) if ids is None else list(ids)
+    kinds = {int(ports.state.port[p, P_KIND]) for p in ids}
+    kinds.discard(K_NONE)
+    return kinds_mask(kinds) if kinds else KINDS_ALL
 
 
 class Ports:

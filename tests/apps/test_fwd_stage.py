@@ -369,3 +369,31 @@ def test_cli_stage_in_telemetry_xstats_and_pktbuf_stage(tmp_path):
     assert p.returncode == 0, err
     s = json.loads(out.splitlines()[-1])
     assert s["stage"]["drops"]["odd"] >= st["drops"]["odd"] and s["mbufs_in_use_at_close"] == 0
+
+
+def test_the_stage_loop_serves_the_kinds_of_its_ports_and_widens_never_silently(tmp_path):
+    from pktbuf.apps.stage.api import StageRunner
+    from pktbuf.drivers.common.kinds import K_PCAP, K_RING
+    from pktbuf.ethdev.api import kinds_of_devices
+    from pktbuf.ethdev.burst import KINDS_ALL, kinds_mask
+    assert kinds_of_devices(["net_ring0", "net_pcap1,rx_pcap=x"]) == kinds_mask([K_RING, K_PCAP])
+    assert kinds_of_devices(["net_ring0", wired(None, None)]) == KINDS_ALL   # a Python port
+    assert kinds_of_devices(["net_nosuch0"]) == KINDS_ALL        # refused when it is opened
+    rx, tx = pktbuf.Ring(1024), pktbuf.Ring(1024)
+    fw = Forwarder([wired(rx, tx)], stage=S.make())
+    out = tmp_path / "out.pcap"
+    try:
+        st = S.make()
+        run = StageRunner(fw.ports, st, [(0, 0, 1)])   # Tx port 1 is not open yet
+        assert run.kinds == kinds_mask([K_RING])       # the kinds of the ports open now
+        run.run(0.0)                                   # the loop for ring ports only
+        fw.ports.open(f"net_pcap1,tx_pcap={out}")      # a port of another kind
+        inject(fw, rx, [frame(2), frame(4)])      # both kept, to port 1
+        for _ in range(3):
+            run.run(0.01)
+        assert run.kinds == kinds_mask([K_RING, K_PCAP])   # the wider loop was taken
+        assert run.port_counts(1)["tx"] == 2 and run.port_counts(1)["tx_dropped"] == 0
+        fw.ports.close_port(1)
+        assert [bytes(f) for _, f in pktbuf.pcap_reader(str(out))] == [frame(2), frame(4)]
+    finally:
+        assert fw.close() == 0

@@ -14,6 +14,7 @@ import numpy as np
 from ...drivers.common.api.port import port_error, port_warnings
 from ...errors import InvalidArgument, PktbufError
 from ...drivers.common.kinds import MAX_PORTS
+from ...ethdev.api import kinds_of_devices
 from ...ethdev.burst import kinds_mask
 from ...ethdev.layout import P_KIND
 from ...idle import BUSY_POLL, IDLE_SLEEP_MAX_US
@@ -83,10 +84,11 @@ class Forwarder:
             if pool is None else pool
         self.ports = Ports(self.pool)
         self.devices: dict[int, str] = {}       # port id -> the device string it was opened by
+        self.stage_kinds = kinds_of_devices(vdevs)  # the port kinds the stage loop serves
         self.runner = None
         try:
-            if self.stage is not None:
-                self.stage.check(self.ports)     # compiled or loaded before any port opens
+            if self.stage is not None:           # compiled or loaded before any port opens,
+                self.stage.check(self.ports, self.stage_kinds)    # for these ports' kinds
             for v in vdevs:
                 if callable(v):
                     p = self.ports.add(v(self.pool, self.ports._free_id()))
@@ -121,7 +123,7 @@ class Forwarder:
             self.runner = StageRunner(self.ports, self.stage,
                                       [(int(r), 0, int(t)) for r, t in self.streams],
                                       burst=burst, idle_backoff=idle_backoff,
-                                      record_cycles=record_cycles)
+                                      record_cycles=record_cycles, kinds=self.stage_kinds)
             self.runner.idle_max_us = self.idle_max_us
             self.runner.cnt = self.cnt           # one set of per-port counters (same words)
 
@@ -142,7 +144,7 @@ class Forwarder:
         other kinds than this forwarder's, to warm the cache for them).  With a stage: its
         loop (checked, so compiled or loaded, when the forwarder was made)."""
         if self.stage is not None:
-            self.stage.check(self.ports)
+            self.stage.check(self.ports, self.stage_kinds)
             return
         args = (self.ports.state, 0, self.pool.id, self.streams[:0], MODES.index(self.mode),
                 self.burst, self.macs, self.peers, self.hdrs, self.txpkts, 0, self.cnt,
@@ -248,14 +250,15 @@ def as_stage(stage, state=None):
     return Stage(stage, state=state)
 
 
-def check_stage(stage) -> None:
-    """Compile (or load) ``stage``'s loop over a port table with no port in it (a small pool
-    of its own, closed here): :class:`~pktbuf.apps.stage.api.StageError` if it cannot run."""
+def check_stage(stage, vdevs=()) -> None:
+    """Compile (or load) ``stage``'s loop for the port kinds of the device strings ``vdevs``
+    over a port table with no port in it (a small pool of its own, closed here):
+    :class:`~pktbuf.apps.stage.api.StageError` if it cannot run."""
     from ...ethdev.api import Ports
     from ...buf.domain.pools import PktmbufPool
     pool = PktmbufPool(64, 0, name=f"stage-check-{id(stage):x}")
     try:
-        stage.check(Ports(pool))
+        stage.check(Ports(pool), kinds_of_devices(vdevs))
     finally:
         pool.close(force=True)
 

@@ -90,7 +90,7 @@ def main_workers(a, peers: dict) -> int:
         return EXIT_FAILURE
     if wk.stage is not None:
         try:
-            check_stage(wk.stage)          # compiled or loaded before any port opens
+            check_stage(wk.stage, a.vdev)  # compiled or loaded before any port opens
         except StageError:
             wk.close()
             raise

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...drivers.common.kinds import MAX_PORTS
 from ...errors import PktbufError
+from ...ethdev.api import kinds_of_devices
 from ..stage.abi import F_RX, F_STAGE_DROP, R_ALL_EOF, R_PORT_ERROR
 from ..stage.api import Stage, StageRunner
 from . import kernels as K
@@ -205,7 +206,8 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
         states = [make_state(tables, cfg, eth) for _ in lcores]
         stages = [Stage(K.l3fwd_stage, st, counters=K.COUNTERS, drop_reasons=K.DROP_REASONS)
                   for st in states]
-        stages[0].check(ports)              # compiled or loaded before any port opens
+        kinds = kinds_of_devices(o.vdevs)   # the loop serves these port types only
+        stages[0].check(ports, kinds)       # compiled or loaded before any port opens
         for i, dev in enumerate(o.vdevs):
             pp = None
             if o.per_port_pool and i > 0:
@@ -237,7 +239,7 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
         fill_eth(eth, o, ports)
         for i, lc in enumerate(lcores):
             streams = [(p, q, p) for p, q, c in o.config if c == lc]
-            runners.append(StageRunner(ports, stages[i], streams, lcore=i, txq=i,
+            runners.append(StageRunner(ports, stages[i], streams, lcore=i, txq=i, kinds=kinds,
                                        burst=o.burst, idle_backoff=o.idle_backoff,
                                        record_cycles=o.record_cycles))
         hz = None

@@ -30,6 +30,8 @@ from numba.core.dispatcher import Dispatcher
 
 from ...drivers.common.kinds import MAX_PORTS
 from ...errors import InvalidArgument
+from ...ethdev.api import kinds_of_ports
+from ...ethdev.burst import KINDS_ALL
 from ...idle import IDLE_SLEEP_MAX_US
 from . import gen
 from .abi import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_STAGE_DROP, F_TX, F_TX_BYTES,
@@ -144,7 +146,7 @@ class Stage:
         self.counters = tuple(str(c) for c in counters)
         self.drop_reasons = tuple(str(r) for r in drop_reasons)
         self.depends = tuple(str(d) for d in depends)
-        self._loop = None
+        self._loops = {}
 
     @classmethod
     def chain(cls, *stages: "Stage") -> "Stage":
@@ -169,7 +171,7 @@ class Stage:
         self.counters = tuple(counters)
         self.drop_reasons = tuple(reasons)
         self.depends = tuple(d for s in stages for d in s.depends)
-        self._loop = None
+        self._loops = {}
         return self
 
     @classmethod
@@ -233,10 +235,20 @@ class Stage:
 
     @property
     def loop(self):
-        """The compiled loop's dispatcher (``stage_loop`` of the generated module)."""
-        if self._loop is None:
-            self._loop = gen.load(self._refs, self.depends).stage_loop
-        return self._loop
+        """The compiled loop's dispatcher (``stage_loop`` of the generated module), for ports
+        of every kind."""
+        return self.loop_for(None)
+
+    def loop_for(self, kinds: int | None):
+        """The compiled loop for ports of the kinds in the mask ``kinds``
+        (:func:`pktbuf.ethdev.api.kinds_of_devices`; None: every kind): only those kinds'
+        burst kernels are compiled into it."""
+        kinds = None if kinds is None or kinds & KINDS_ALL == KINDS_ALL else int(kinds)
+        lp = self._loops.get(kinds)
+        if lp is None:
+            lp = self._loops[kinds] = gen.load(self._refs, self.depends,
+                                               kinds=kinds).stage_loop
+        return lp
 
     @property
     def module_file(self) -> str:
@@ -265,11 +277,13 @@ class Stage:
             raise StageError(f"the stage {self.name} does not compile with this state "
                              f"({type(e).__name__}):\n{head}") from None
 
-    def check(self, ports) -> None:
+    def check(self, ports, kinds: int | None = None) -> None:
         """Compile the loop with this state over ``ports``' table (no port need be open; a
         run of zero streams) -- or load it from the cache.  :class:`StageError` with Numba's
-        message when it does not compile."""
-        r = StageRunner(ports, self, streams=[])
+        message when it does not compile.  ``kinds``: the port kinds the loop is for, as
+        :class:`StageRunner` takes them (give the same to both: before any port opens,
+        :func:`pktbuf.ethdev.api.kinds_of_devices` of the device strings)."""
+        r = StageRunner(ports, self, streams=[], kinds=kinds)
         self.compiled(lambda: r.run(0.0))
 
 
@@ -278,10 +292,15 @@ class StageRunner:
     through ``stage``.  ``txq``: the Tx queue this lcore sends on; ``lcore``: its id (mempool
     cache); ``idle_backoff``: back off when polls find nothing (pktbuf fwd's default);
     ``record_cycles``: count the busy TSC cycles (:meth:`busy_cycles`), as testpmd's
-    ``--record-core-cycles`` (off: the loop reads no clock for it)."""
+    ``--record-core-cycles`` (off: the loop reads no clock for it).  ``kinds``: the mask of
+    the port kinds the compiled loop serves (default: the kinds of the ports open in
+    ``ports``, every kind if none is); should a port of another kind be open when the loop
+    runs, the loop for the wider mask is taken (compiled or loaded) -- never a port that
+    silently receives and sends nothing."""
 
     def __init__(self, ports, stage: Stage, streams, *, lcore: int = 0, txq: int = 0,
-                 burst: int = 32, idle_backoff: bool = True, record_cycles: bool = False):
+                 burst: int = 32, idle_backoff: bool = True, record_cycles: bool = False,
+                 kinds: int | None = None):
         if not 1 <= burst <= MAX_BURST:
             raise InvalidArgument(f"burst must be in 1..{MAX_BURST}")
         st = np.asarray(list(streams), dtype=np.int64).reshape(-1, 3)
@@ -299,12 +318,18 @@ class StageRunner:
         self._txbuf = np.zeros((MAX_PORTS, burst), np.int32)
         self._txn = np.zeros(MAX_PORTS, np.int64)
         self._touched = np.zeros(MAX_PORTS, np.int64)
+        self.kinds = kinds_of_ports(ports) if kinds is None else int(kinds)
+        self._loop = None
 
     def run(self, seconds: float) -> int:
         """Run for up to ``seconds`` (at least one round); returns ``R_DEADLINE``,
         ``R_ALL_EOF`` or ``R_PORT_ERROR``."""
+        k = kinds_of_ports(self.ports) if len(self.ports) else 0
+        if self._loop is None or k & ~self.kinds:
+            self.kinds |= k
+            self._loop = self.stage.loop_for(self.kinds)
         deadline = time.monotonic_ns() + int(seconds * 1e9)
-        return int(self.stage.loop(self.ports.state, self.lcore, self.streams, self.txq,
+        return int(self._loop(self.ports.state, self.lcore, self.streams, self.txq,
                                    self.burst, self.stage.state, self.cnt, self.scnt,
                                    self.drops, self._dest, self._pk, self._txbuf, self._txn,
                                    self._touched, deadline, self.idle_max_us,

@@ -3,7 +3,10 @@ rest with one Tx burst per destination port (each port's packets in their receiv
 
 This file is also the **template** of every generated loop (:mod:`pktbuf.apps.stage.gen`):
 the generator copies it, replacing the one line marked ``STAGE-HOOK`` by imports of the user's
-stage(s) bound to ``run_stage``.  That is why its imports are absolute.  Compiled as it is, with
+stage(s) bound to ``run_stage``, and the line marked ``KINDS-HOOK`` by the mask of the port
+kinds the loop serves (``KINDS``, a compile-time constant: only those kinds' burst kernels are
+compiled into it; a port of another kind receives and sends nothing).  That is why its imports
+are absolute.  Compiled as it is (every kind), with
 :func:`~pktbuf.apps.stage.abi.noop_stage`, it is the do-nothing stage's loop, the baseline the
 stage overhead is measured against.
 
@@ -25,11 +28,13 @@ from pktbuf.apps.stage.abi import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_STAGE_DROP
                                    F_TX_BYTES, F_TX_DROP, R_ALL_EOF, R_DEADLINE, R_PORT_ERROR)
 from pktbuf.atomics import tsc_read
 from pktbuf.buf.mbuf.free import pktmbuf_free_bulk
-from pktbuf.ethdev.burst import (eth_domain, rx_burst, rx_queue_eof, rx_queue_error, tx_burst,
-                                 tx_queue_error)
+from pktbuf.ethdev.burst import (KINDS_ALL, eth_domain, rx_burst_of, rx_queue_eof,
+                                 rx_queue_error, tx_burst_of, tx_queue_error)
 from pktbuf.idle import idle_backoff, now_ns
 
 from pktbuf.apps.stage.abi import noop_stage as run_stage  # STAGE-HOOK
+
+KINDS = KINDS_ALL  # KINDS-HOOK
 
 
 @kernel(inline="always")
@@ -40,7 +45,7 @@ def _send(eth, dom, txp, txq, lcore, pk, n, cnt):
     txbytes = 0
     for i in range(n):
         txbytes += np.int64(mb[pk[i]].pkt_len)
-    k = tx_burst(eth, txp, txq, lcore, pk, n)
+    k = tx_burst_of(KINDS, eth, txp, txq, lcore, pk, n)
     failed = False
     if k < n:
         for i in range(k, n):
@@ -101,7 +106,7 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             rxq = streams[s, 1]
             dflt = streams[s, 2]
             t0 = tsc_read() if record_cycles else 0
-            n = rx_burst(eth, rxp, rxq, lcore, pk, burst)
+            n = rx_burst_of(KINDS, eth, rxp, rxq, lcore, pk, burst)
             if n == 0:
                 if rx_queue_error(eth, rxp, rxq) != 0:
                     failed = True
