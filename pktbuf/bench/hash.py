@@ -30,7 +30,9 @@ bootstrap interval.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
+import mmap
 import os
 import sys
 import time
@@ -179,6 +181,20 @@ def lookup_loop(blk, stream, start, kind, nchunks, chunk, drop_cyc, pos, mask, d
     return acc, kept, dropped, b, sink
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+
+
+def resident_bytes(address: int, size: int) -> int:
+    """Bytes of ``[address, address + size)`` in RAM now (``mincore``); -1 if it fails."""
+    page = mmap.PAGESIZE
+    n = (size + page - 1) // page
+    vec = np.zeros(n, np.uint8)
+    if _libc.mincore(address, n * page, vec.ctypes.data) != 0:
+        return -1
+    return int(np.count_nonzero(vec & 1)) * page
+
+
 class PktbufSide:
     """pktbuf's table, filled, and its loops warm."""
 
@@ -193,6 +209,9 @@ class PktbufSide:
         self.add_cyc = (cyc - self.pair_cyc) / nkeys
         self.failed = int(fails)
         self.count = int(hash_count(self.blk))
+        mem = self.blk.memory
+        self.memory = {"reserved": int(mem.size),
+                       "resident": resident_bytes(mem.address, mem.size)}
         self.at = 0
         self.del_from = 0
 
@@ -228,6 +247,7 @@ class DpdkSide:
         try:
             b = self.ref.command(f"build {entries} {nkeys} {flags} {SEED}", "build")
             self.add_cyc, self.failed, self.count = b["add_cyc"], b["failed"], b["count"]
+            self.memory = {"reserved": int(b["table_bytes"])}
             self.stream_info = self.ref.command(f"stream {nlook} {STREAM_SEED}", "stream")
         except BaseException:
             self.ref.close()
@@ -325,6 +345,7 @@ def run(quick: bool = False, reps: int | None = None, dpdk: bool = True,
             if c != checks["pktbuf"]:
                 raise BenchError(f"{v} disagrees with pktbuf over the lookup stream: {c} != "
                                  f"{checks['pktbuf']}")
+        memory = {v: dict(s.memory) for v, s in sides.items()}
         fills = {v: {"failed": int(s.failed), "count": int(s.count),
                      "add_cyc_fill": round(float(s.add_cyc), 2)} for v, s in sides.items()}
         for v, f in fills.items():
@@ -387,6 +408,9 @@ def run(quick: bool = False, reps: int | None = None, dpdk: bool = True,
                            "unit": "x cycles per key (95% CI; below 1: pktbuf faster)",
                            "target": "<= 1.0" if (op == "lookup_bulk" and v == "dpdk_lf")
                            else None})
+    for v in order[1:]:
+        ref = memory[v]["reserved"]
+        memory[v]["pktbuf_resident_ratio"] = memory["pktbuf"]["resident"] / ref if ref > 0 else None
     method = {"entries": entries, "keys": nkeys, "key_len": KEY_LEN, "lookups": nlook,
               "hit_ratio": 0.5, "burst": BURST, "deletes_per_sample": ndel, "reps": reps,
               "chunk": chunk, "nchunks": nchunks, "drop_cyc": drop_cyc,
@@ -401,7 +425,7 @@ def run(quick: bool = False, reps: int | None = None, dpdk: bool = True,
             "method": method, "dpdk": dinfo, "checks": {"stream": checks, "fill": fills,
                                                        "stream_after_adddel": end,
                                                        "after_adddel_agree": end_agree},
-            "rows": rows, "ratios": ratios, "notes": notes}
+            "memory": memory, "rows": rows, "ratios": ratios, "notes": notes}
 
 
 def _cpu_model() -> str:
@@ -437,6 +461,16 @@ def print_table(doc: dict, out=None) -> None:
     for e in doc["ratios"]:
         tgt = f"  (target {e['target']})" if e.get("target") else ""
         p(f"{e['name']:<62} {e['value']:6.3f} [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]{tgt}")
+    mem = doc.get("memory", {})
+    if "pktbuf" in mem:
+        pk = mem["pktbuf"]
+        line = (f"table memory after the adds: pktbuf resident {pk['resident'] / 2**20:.1f} MiB "
+                f"(reserved {pk['reserved'] / 2**20:.1f} MiB)")
+        for v, e in mem.items():
+            if v != "pktbuf" and e.get("pktbuf_resident_ratio") is not None:
+                line += (f"; {v} allocates {e['reserved'] / 2**20:.1f} MiB of EAL's heap "
+                         f"(pktbuf resident / it: {e['pktbuf_resident_ratio']:.3f})")
+        p(line)
     for n in doc["notes"]:
         p(n)
     p(f"({m['seconds']} s)")

@@ -10,7 +10,10 @@
  *   build ENTRIES NKEYS FLAGS SEED     a new table (entries, rte_hash_crc, init 0, key_len 16,
  *                                      extra_flag FLAGS) filled with keys 0 .. NKEYS-1, data =
  *                                      the key's index (rte_hash_add_key_data); the cycles per
- *                                      add and the number of failed adds
+ *                                      add, the number of failed adds, and table_bytes: what
+ *                                      the table holds of EAL's heap after the adds (the
+ *                                      growth of rte_malloc_get_socket_stats' allocated bytes
+ *                                      on socket 0 from before rte_hash_create)
  *   stream NLOOK SEED                  the lookup stream (below) and its checksums: over all
  *                                      NLOOK lookups in bulks of 32, the hits, the sum of
  *                                      position + 1 of the hits (lookup_bulk) and the sum of
@@ -47,6 +50,7 @@
 #include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
+#include <rte_malloc.h>
 #include <rte_version.h>
 
 #define KEY_LEN   16
@@ -121,6 +125,7 @@ static void reply_error(const char *cmd, const char *what)
 static void cmd_build(const char *line)
 {
 	uint64_t entries, n, seed, s, failed = 0, t0, dt;
+	struct rte_malloc_socket_stats m0, m1;
 	unsigned flags;
 	char name[RTE_HASH_NAMESIZE];
 
@@ -150,6 +155,10 @@ static void cmd_build(const char *line)
 		.hash_func = rte_hash_crc, .hash_func_init_val = 0, .socket_id = 0,
 		.extra_flag = (uint8_t)flags,
 	};
+	if (rte_malloc_get_socket_stats(0, &m0) != 0) {
+		reply_error("build", "no heap statistics for socket 0");
+		return;
+	}
 	tbl = rte_hash_create(&p);
 	if (tbl == NULL) {
 		reply_error("build", rte_strerror(rte_errno));
@@ -163,9 +172,14 @@ static void cmd_build(const char *line)
 			failed++;
 	dt = tsc_end() - t0;
 	del_from = 0;
+	if (rte_malloc_get_socket_stats(0, &m1) != 0) {
+		reply_error("build", "no heap statistics for socket 0");
+		return;
+	}
 	printf("{\"type\": \"build\", \"added\": %" PRIu64 ", \"failed\": %" PRIu64
-	       ", \"count\": %d, \"add_cyc\": %.3f}\n", n - failed, failed, rte_hash_count(tbl),
-	       (double)(dt - pair_ovh) / n);
+	       ", \"count\": %d, \"add_cyc\": %.3f, \"table_bytes\": %zu}\n", n - failed, failed,
+	       rte_hash_count(tbl), (double)(dt - pair_ovh) / n,
+	       m1.heap_allocsz_bytes - m0.heap_allocsz_bytes);
 	fflush(stdout);
 }
 

@@ -61,6 +61,14 @@ def _hash_rows(r: dict) -> list[dict]:
                      "unit": "cycles/key", "pktbuf": p, "dpdk": g, "ratio": e["value"],
                      "target": 1.0 if e["op"] == "lookup_bulk" else None,
                      "dpdk_status": r["dpdk"]["status"]})
+    mem = r.get("memory", {})
+    lf = mem.get("dpdk_lf", {})
+    if lf.get("pktbuf_resident_ratio") is not None:
+        rows.append({"case": "exact match table memory, resident after the adds (reserved "
+                             f"{mem['pktbuf']['reserved'] / 2**20:.1f} MiB)", "unit": "MiB",
+                     "pktbuf": mem["pktbuf"]["resident"] / 2**20, "dpdk": lf["reserved"] / 2**20,
+                     "ratio": lf["pktbuf_resident_ratio"], "target": 1.1,
+                     "dpdk_status": r["dpdk"]["status"]})
     if not rows:
         rows.append({"case": "exact match lookup_bulk", "unit": "cycles/key", "pktbuf": None,
                      "dpdk": None, "ratio": None, "target": 1.0,

@@ -43,3 +43,17 @@ def test_a_failed_reference_shows_as_failed_not_as_a_figure():
     out = io.StringIO()
     net.print_targets({"rows": rows}, out)
     assert "failed" in out.getvalue()
+
+
+def test_the_hash_table_memory_row():
+    parts = _parts()
+    parts["hash"]["memory"] = {"pktbuf": {"reserved": 48 << 20, "resident": 44 << 20},
+                               "dpdk_lf": {"reserved": 50 << 20,
+                                           "pktbuf_resident_ratio": 44 / 50}}
+    rows = net._hash_rows(parts["hash"])
+    r = next(r for r in rows if r["case"].startswith("exact match table memory"))
+    assert r["pktbuf"] == 44 and r["dpdk"] == 50 and r["target"] == 1.1
+    assert abs(r["ratio"] - r["pktbuf"] / r["dpdk"]) < 1e-9 and "reserved 48.0 MiB" in r["case"]
+    out = io.StringIO()
+    net.print_targets({"rows": rows}, out)
+    assert "exact match table memory" in out.getvalue()

@@ -36,6 +36,9 @@ def test_quick_run_without_dpdk():
     assert c["hits"] == c["data_hits"] and 0.4 < c["hits"] / m["lookups"] < 0.6
     # position i + 1 and data i for key i: the sums differ by exactly the hit count
     assert c["possum"] - c["datasum"] == c["hits"]
+    # the filled table: some of its block is in RAM, never more than the block
+    mem = doc["memory"]["pktbuf"]
+    assert 0 < mem["resident"] <= mem["reserved"]
 
 
 def test_quick_run_against_dpdk():
@@ -51,6 +54,11 @@ def test_quick_run_against_dpdk():
     d = next(x["cycles_per_key"]["median"] for x in doc["rows"]
              if x["variant"] == "dpdk_lf" and x["op"] == "lookup_bulk")
     assert abs(r["value"] - p / d) < 1e-9 and r["target"] == "<= 1.0"
+    # DPDK's table took heap memory of the order of pktbuf's block (buckets + key slots)
+    mem = doc["memory"]
+    assert mem["pktbuf"]["reserved"] / 4 < mem["dpdk_lf"]["reserved"] < 4 * mem["pktbuf"]["reserved"]
+    assert mem["dpdk_lf"]["pktbuf_resident_ratio"] == \
+        mem["pktbuf"]["resident"] / mem["dpdk_lf"]["reserved"]
 
 
 def test_naive_crc_matches_the_generated_keys():

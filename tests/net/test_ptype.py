@@ -152,6 +152,49 @@ def test_names_match_dpdk(oracle):
 
 # ---- the mbuf forms and the facade -----------------------------------------------------------
 
+def mbuf_ptype(pool, frame, layers=ALL, split=None, junk=b""):
+    """net_get_ptype on a packet (one segment: the inline first-segment parser; split: the
+    out-of-line one): the stored type and the tx_offload lengths."""
+    m = packet(pool, frame, split, junk)
+    pt = int(net_get_ptype(pool.domain.state, m.handle, layers))
+    got = (pt, int(m.packet_type), tx_offload_unpack(m.tx_offload))
+    m.free()
+    return got
+
+
+def mbuf_model(frame, layers=ALL):
+    """What net_get_ptype must store, from the model: mbuf.py's packing of the lengths."""
+    pt, lens = naive.get_ptype(frame, layers)
+    g = lambda k: lens.get(k, 0)   # noqa: E731
+    if pt & V.PTYPE_TUNNEL_MASK:
+        f = dict(l2_len=g("tunnel_len") + g("inner_l2_len"), l3_len=g("inner_l3_len"),
+                 l4_len=g("inner_l4_len"), outer_l3_len=g("l3_len"), outer_l2_len=g("l2_len"))
+    else:
+        f = dict(l2_len=g("l2_len"), l3_len=g("l3_len"), l4_len=g("l4_len"), outer_l3_len=0,
+                 outer_l2_len=0)
+    widths = dict(l2_len=0x7F, l3_len=0x1FF, l4_len=0xFF, outer_l3_len=0x1FF, outer_l2_len=0x7F)
+    return pt, pt, {**{k: v & widths[k] for k, v in f.items()}, "tso_segsz": 0}
+
+
+@pytest.mark.parametrize("layers", LAYER_MASKS)
+def test_mbuf_form_matches_model_one_segment_and_split(pool, layers):
+    for name, f in NAMED.items():
+        want = mbuf_model(f, layers)
+        assert mbuf_ptype(pool, f, layers) == want, name
+        assert mbuf_ptype(pool, f, layers, split=[7, len(f) - 7]) == want, name
+
+
+def test_mbuf_form_truncations_never_read_past_data(pool):
+    """Every prefix of every frame in one segment (the inline parser's bounds), junk after
+    data_len that would change the answer if it were read."""
+    for name, f in NAMED.items():
+        for n in range(len(f) + 1):
+            g = f[:n]
+            want = mbuf_model(g)
+            assert mbuf_ptype(pool, g, junk=b"\x08\x00" * 40) == want, (name, n)
+            assert mbuf_ptype(pool, g, junk=b"\x86\xdd" * 40) == want, (name, n)
+
+
 def test_net_get_ptype_stores_type_and_lengths(pool):
     st_ = pool.domain.state
     m = packet(pool, NAMED["vlan-ipv6-tcp"])

@@ -26,7 +26,7 @@ from ...buf.mbuf.layout import NULL
 from ...buf.mbuf.offload import mbuf_tx_offload
 from ...rawmem import stack_i32
 from ..hdr.mem import stack_u8
-from .parse import net_ptype_inline
+from .parse import net_get_ptype_buf, net_ptype_first_seg
 from .values import (HL_INNER_L2, HL_INNER_L3, HL_INNER_L4, HL_L2, HL_L3, HL_L4, HL_TUNNEL,
                      PTYPE_TUNNEL_MASK)
 
@@ -46,11 +46,25 @@ def _store(dom, h, pt, hl):
 
 
 @kernel(inline="always")
-def _one(dom, h, layers, hl, buf):
+def _one(dom, h, layers, hl, lens, buf):
+    """Parse and store one packet.  A packet wholly in its first segment (nearly all) is
+    parsed inline from that segment's address; any other goes to the out-of-line parser with
+    ``hl``, whose lengths are then copied into ``lens``.  ``lens`` never leaves this function,
+    so the compiler keeps the lengths in registers."""
     for i in range(7):
-        hl[i] = 0
-    pt = net_ptype_inline(dom, h, layers, hl, buf)
-    _store(dom, h, pt, hl)
+        lens[i] = 0
+    m = dom.mb[h]
+    dlen = np.int64(m.data_len)
+    if np.int64(m.pkt_len) <= dlen:
+        pt = net_ptype_first_seg(dom, h, layers, lens, buf,
+                                 np.int64(m.buf_addr) + np.int64(m.data_off), dlen)
+    else:
+        for i in range(7):
+            hl[i] = 0
+        pt = net_get_ptype_buf(dom, h, layers, hl, buf)
+        for i in range(7):
+            lens[i] = hl[i]
+    _store(dom, h, pt, lens)
     return pt
 
 
@@ -60,8 +74,9 @@ def net_get_ptype(dom, h, layers):
     ``packet_type`` and the lengths in ``tx_offload`` (module docstring); returns the type
     (>= 0; 0 for a frame shorter than an Ethernet header or ``layers`` without L2 bits)."""
     hl = stack_i32(8)
+    lens = stack_i32(8)
     buf = stack_u8(64)
-    return _one(dom, h, layers, hl, buf)
+    return _one(dom, h, layers, hl, lens, buf)
 
 
 @kernel
@@ -71,12 +86,13 @@ def net_get_ptype_bulk(dom, handles, n, layers):
     if n < 0 or n > handles.size:
         return E_INVAL
     hl = stack_i32(8)
+    lens = stack_i32(8)
     buf = stack_u8(64)
     done = 0
     for k in range(n):
         h = handles[k]
         if h == NULL:
             continue
-        _one(dom, np.int64(h), layers, hl, buf)
+        _one(dom, np.int64(h), layers, hl, lens, buf)
         done += 1
     return done

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
-from ...errors import E_INVAL
+from ...errors import E_INVAL, E_RANGE
 from ...rawmem import load_u8
 from ..hdr.access import hdr_read
 from ..hdr.gre import gre_hdr_len
@@ -66,6 +66,20 @@ SCRATCH = 64              # bytes of stack for a header that straddles segments 
 
 
 @kernel(inline="always")
+def _rd(dom, h, off, n, buf, base, dlen, fast):
+    """:func:`~pktbuf.net.hdr.access.hdr_read` for the parser.  ``fast`` (a constant at every
+    call): the whole packet is in the first segment (``pkt_len <= data_len``), whose data
+    start at ``base``, ``dlen`` bytes -- then a read either lies inside it or goes past
+    ``pkt_len``, which is ``E_RANGE`` in ``hdr_read`` too, so the answer is the same without
+    reloading the mbuf and without a call to the out-of-line segment walk."""
+    if fast:
+        if off + n <= dlen:
+            return base + off
+        return np.int64(E_RANGE)
+    return hdr_read(dom, h, off, n, buf)
+
+
+@kernel(inline="always")
 def _l4_bits(proto, inner):
     if proto == IPPROTO_UDP:
         return PTYPE_INNER_L4_UDP if inner else PTYPE_L4_UDP
@@ -83,7 +97,7 @@ def _ip6_is_ext(proto):
 
 
 @kernel(inline="always")
-def _ip_layer(dom, h, layers, hl, proto, off, buf, inner):
+def _ip_layer(dom, h, layers, hl, proto, off, buf, base, dlen, fast, inner):
     """The L3 header at ``off`` and the L4 protocol after it: ``(bits, proto, off, stop)``.
     ``stop`` means the parse ends here with the bits found so far (a layer not asked for, a
     read that failed, a fragment, no next header)."""
@@ -95,7 +109,7 @@ def _ip_layer(dom, h, layers, hl, proto, off, buf, inner):
     if (layers & l3_mask) == 0:
         return 0, proto, off, True
     if proto == P_IPV4:
-        p = hdr_read(dom, h, off, 20, buf)
+        p = _rd(dom, h, off, 20, buf, base, dlen, fast)
         if p < 0:
             return 0, proto, off, True
         vihl = np.int64(load_u8(p))
@@ -115,7 +129,7 @@ def _ip_layer(dom, h, layers, hl, proto, off, buf, inner):
         proto = np.int64(load_u8(p + 9))
         return bits | _l4_bits(proto, inner), proto, off, False
     if proto == P_IPV6:
-        p = hdr_read(dom, h, off, 40, buf)
+        p = _rd(dom, h, off, 40, buf, base, dlen, fast)
         if p < 0:
             return 0, proto, off, True
         proto = np.int64(load_u8(p + 6))
@@ -142,10 +156,10 @@ def _ip_layer(dom, h, layers, hl, proto, off, buf, inner):
 
 
 @kernel(inline="always")
-def _tunnel(dom, h, proto, off, buf):
+def _tunnel(dom, h, proto, off, buf, base, dlen, fast):
     """``(tunnel bits, inner proto, offset after the tunnel header)``."""
     if proto == IPPROTO_GRE:
-        p = hdr_read(dom, h, off, 4, buf)
+        p = _rd(dom, h, off, 4, buf, base, dlen, fast)
         if p < 0:
             return 0, proto, off
         n = gre_hdr_len(load_be16(p))
@@ -161,17 +175,17 @@ def _tunnel(dom, h, proto, off, buf):
 
 
 @kernel(inline="always")
-def _vlan(dom, h, proto, off, buf, s_l2, hl):
+def _vlan(dom, h, proto, off, buf, base, dlen, fast, s_l2, hl):
     """After an ethertype: one VLAN tag or a QinQ pair.  ``(kind, proto, off)`` with kind 0
     (none), 1 (VLAN), 2 (QinQ), or -1/-2 when that tag could not be read."""
     if proto == P_VLAN:
-        p = hdr_read(dom, h, off, 4, buf)
+        p = _rd(dom, h, off, 4, buf, base, dlen, fast)
         if p < 0:
             return -1, proto, off
         hl[s_l2] = hl[s_l2] + 4
         return 1, load_le16(p + 2), off + 4
     if proto == P_QINQ:
-        p = hdr_read(dom, h, off + 4, 4, buf)
+        p = _rd(dom, h, off + 4, 4, buf, base, dlen, fast)
         if p < 0:
             return -2, proto, off
         hl[s_l2] = hl[s_l2] + 8
@@ -182,15 +196,23 @@ def _vlan(dom, h, proto, off, buf, s_l2, hl):
 @kernel
 def net_get_ptype_buf(dom, h, layers, hl, buf):
     """:func:`net_get_ptype_lens` with the caller's scratch buffer (``buf``: uint8, 64 bytes
-    or more; not checked)."""
-    return net_ptype_inline(dom, h, layers, hl, buf)
+    or more; not checked).  Any packet: segments are walked where a header needs it."""
+    return _parse(dom, h, layers, hl, buf, np.int64(0), np.int64(0), False)
 
 
 @kernel(inline="always")
-def net_ptype_inline(dom, h, layers, hl, buf):
-    """The parser itself, inlined into the per-packet kernels (:mod:`.mbuf`) so that a packet
-    costs no call: :func:`net_get_ptype_buf` is the out-of-line form."""
-    p = hdr_read(dom, h, 0, 14, buf)
+def net_ptype_first_seg(dom, h, layers, hl, buf, base, dlen):
+    """The parser for a packet wholly in its first segment (``pkt_len <= data_len``; its data
+    at ``base``, ``dlen`` bytes): no mbuf field is read again, no call is made but the IPv6
+    extension-header walk.  Inlined into the per-packet kernels (:mod:`.mbuf`), which call
+    :func:`net_get_ptype_buf` out of line for every other packet."""
+    return _parse(dom, h, layers, hl, buf, base, dlen, True)
+
+
+@kernel(inline="always")
+def _parse(dom, h, layers, hl, buf, base, dlen, fast):
+    """The parser itself; ``fast``: see :func:`_rd`."""
+    p = _rd(dom, h, 0, 14, buf, base, dlen, fast)
     if p < 0:
         return np.int64(0)
     proto = load_le16(p + 12)
@@ -202,12 +224,12 @@ def net_ptype_inline(dom, h, layers, hl, buf):
     if proto != P_IPV4:
         if proto == P_MPLS or proto == P_MPLSM:
             return pt                  # DPDK reads the labels, then always stops at L2
-        kind, proto, off = _vlan(dom, h, proto, off, buf, HL_L2, hl)
+        kind, proto, off = _vlan(dom, h, proto, off, buf, base, dlen, fast, HL_L2, hl)
         if kind != 0:
             pt = PTYPE_L2_ETHER_VLAN if (kind == 1 or kind == -1) else PTYPE_L2_ETHER_QINQ
             if kind < 0:
                 return pt
-    bits, proto, off, stop = _ip_layer(dom, h, layers, hl, proto, off, buf, False)
+    bits, proto, off, stop = _ip_layer(dom, h, layers, hl, proto, off, buf, base, dlen, fast, False)
     pt |= bits
     if stop:
         return pt
@@ -216,7 +238,7 @@ def net_ptype_inline(dom, h, layers, hl, buf):
         hl[HL_L4] = UDP_HDR_LEN
         return pt
     if l4 == PTYPE_L4_TCP:
-        t = hdr_read(dom, h, off, TCP_HDR_LEN, buf)
+        t = _rd(dom, h, off, TCP_HDR_LEN, buf, base, dlen, fast)
         if t < 0:
             return pt & (PTYPE_L2_MASK | PTYPE_L3_MASK)
         hl[HL_L4] = tcp_hdr_len(t)
@@ -227,7 +249,7 @@ def net_ptype_inline(dom, h, layers, hl, buf):
     hl[HL_L4] = 0
     if (layers & PTYPE_TUNNEL_MASK) == 0:
         return pt
-    tbits, proto, end = _tunnel(dom, h, proto, off, buf)
+    tbits, proto, end = _tunnel(dom, h, proto, off, buf, base, dlen, fast)
     pt |= tbits
     hl[HL_TUNNEL] = end - off
     hl[HL_INNER_L2] = end - off
@@ -236,20 +258,20 @@ def net_ptype_inline(dom, h, layers, hl, buf):
         return pt
     hl[HL_INNER_L2] = 0
     if proto == P_TEB:
-        e = hdr_read(dom, h, off, 14, buf)
+        e = _rd(dom, h, off, 14, buf, base, dlen, fast)
         if e < 0:
             return pt
         pt |= PTYPE_INNER_L2_ETHER
         proto = load_le16(e + 12)
         off += 14
         hl[HL_INNER_L2] = 14
-    kind, proto, off = _vlan(dom, h, proto, off, buf, HL_INNER_L2, hl)
+    kind, proto, off = _vlan(dom, h, proto, off, buf, base, dlen, fast, HL_INNER_L2, hl)
     if kind != 0:
         pt = (pt & ~PTYPE_INNER_L2_MASK) | (PTYPE_INNER_L2_ETHER_VLAN if (kind == 1 or kind == -1)
                                             else PTYPE_INNER_L2_ETHER_QINQ)
         if kind < 0:
             return pt
-    bits, proto, off, stop = _ip_layer(dom, h, layers, hl, proto, off, buf, True)
+    bits, proto, off, stop = _ip_layer(dom, h, layers, hl, proto, off, buf, base, dlen, fast, True)
     pt |= bits
     if stop:
         return pt
@@ -257,7 +279,7 @@ def net_ptype_inline(dom, h, layers, hl, buf):
     if l4 == PTYPE_INNER_L4_UDP:
         hl[HL_INNER_L4] = UDP_HDR_LEN
     elif l4 == PTYPE_INNER_L4_TCP:
-        t = hdr_read(dom, h, off, TCP_HDR_LEN, buf)
+        t = _rd(dom, h, off, TCP_HDR_LEN, buf, base, dlen, fast)
         if t < 0:
             return pt & (PTYPE_INNER_L2_MASK | PTYPE_INNER_L3_MASK)
         hl[HL_INNER_L4] = tcp_hdr_len(t)
