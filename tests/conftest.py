@@ -36,11 +36,12 @@ SYSTEM_FILES = {"test_docs.py", "test_options.py", "test_examples.py", "test_exa
 # The checked build (PKTBUF_CHECKED=1 NUMBA_BOUNDSCHECK=1) asserts every raw copy against its
 # buffers and every array index inside the kernels.  CI runs it over the tests that drive the
 # kernels which copy packet data or index with computed offsets -- mbufs and the mempool
-# (core), the facade fuzz, every driver's Rx/Tx copies (memif, pcap, af_packet, af_xdp), the
-# heap and the page pool, RSS's parsers, the distributor's rings, the port table and the
-# packet libraries -- and not over the command-line, benchmark, telemetry and multi-process
-# tests, nor the interop runs against testpmd, tcpdump and tshark (in those directories too):
-# they run the same kernels through processes and peers and add no kernel paths of their own.
+# (core), the facade fuzz, every driver's Rx/Tx copies (memif, pcap, af_packet, af_xdp,
+# vhost), the heap and the page pool, RSS's parsers, the distributor's rings, the port table,
+# the packet libraries and the example stages (they rewrite headers at computed offsets) --
+# and not over the command-line, benchmark, telemetry and multi-process tests, nor the interop
+# runs against testpmd, tcpdump and tshark (in those directories too): they run the same
+# kernels through processes and peers and add no kernel paths of their own.
 CHECKED_DIRS = {"core", "fuzz", "memif", "pcap", "af_packet", "af_xdp", "heap", "pagepool", "rss",
                 "distrib", "ethdev", "net", "vhost", "examples"}
 NOT_CHECKED_FILES = {"test_testpmd.py", "test_processes.py", "test_tools.py", "test_demo_bench.py",
