@@ -12,7 +12,7 @@ and the constants of the copy loops: their shapes (``L_*``) and the two negative
 burst helper uses to stop early (``FAILED``: the queue failed validation and is down, the burst
 returns 0; ``FALLBACK``: the fast loop cannot take this burst, the general loop will).
 Per-packet helpers are inlined at the Numba-IR level (``inline="always"``) into the copy
-loops (the loop shape is an argument there: one compiled copy kernel per direction); helpers
+loops, where the loop shape is a constant and the other shapes' branches are pruned; helpers
 that run once per burst are ordinary kernels (LLVM may inline them), which keeps the copy
 kernels small enough to compile in seconds.
 """

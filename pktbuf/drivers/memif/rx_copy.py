@@ -10,9 +10,8 @@ A burst works in two passes:
 2. *copy*: allocate the mbufs, copy, chain, and hand the slots back with one index store
    (:func:`rx_return`).
 
-The copy pass has three loop shapes -- :func:`rx_copy`'s ``loop`` argument, one compiled
-function for all three (a version per shape would triple the memif unit's compile time for a
-branch per burst or packet that the CPU predicts) -- chosen once per queue from the size relation between the memif buffer size
+The copy pass has three loop shapes -- :func:`rx_copy` with a constant ``loop``, compiled
+once per shape -- chosen once per queue from the size relation between the memif buffer size
 ``B`` and the mbuf data room ``C`` (buffer length minus headroom):
 
 =========== =============== =========================================
@@ -366,10 +365,10 @@ def rx_return(q, r16, client, last, npk, nbytes):
     return npk
 
 
-@kernel
+@kernel(literal=("loop",))
 def rx_copy(dom, q, lcore, out, n, loop):
-    """A copy-mode Rx burst with copy loop ``loop`` (``L_*``; one compiled version serves
-    every shape)."""
+    """A copy-mode Rx burst with copy loop ``loop`` (a constant: one compiled version per
+    shape, the others' branches pruned)."""
     r16 = ring_u16(q)
     client = q.cfg[Q_KIND] == K_CLIENT_RX
     last, peer, avail, limit = rx_window(q, r16, client)

@@ -10,8 +10,8 @@ from each descriptor the client left in the slot -- read once, validated, rememb
 scratch (:func:`tx_slot`), so that what it did not publish can be given back unchanged
 (:func:`tx_unwind`).
 
-Three loop shapes -- :func:`tx_copy`'s ``loop`` argument, one compiled function for all
-three (see :mod:`.rx_copy`) -- chosen once per queue from the memif buffer size ``B`` and the mbuf data room ``C``:
+Three loop shapes -- :func:`tx_copy` with a constant ``loop``, compiled once per shape --
+chosen once per queue from the memif buffer size ``B`` and the mbuf data room ``C``:
 
 =========== =============== =========================================
 relation    ``loop``        copy
@@ -219,10 +219,10 @@ def tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got):
     return j + 1, got
 
 
-@kernel
+@kernel(literal=("loop",))
 def tx_copy(dom, q, lcore, mbufs, n, loop):
-    """A copy-mode Tx burst with copy loop ``loop`` (``L_*``; one compiled version serves
-    every shape)."""
+    """A copy-mode Tx burst with copy loop ``loop`` (a constant: one compiled version per
+    shape, the others' branches pruned)."""
     r16 = ring_u16(q)
     r32 = ring_u32(q)
     client = q.cfg[Q_KIND] == K_CLIENT_TX
