@@ -76,6 +76,7 @@ _OTHER_BUILD = re.compile(r"-pb([0-9a-f]{10})(c[01]b[n01x])\.")
 _file_imports: dict[str, tuple[str, ...]] = {}
 _tags: dict[str, str] = {}
 _pruned: set[tuple[str, str]] = set()
+_writable: set[str] = set()      # cache directories found writable (this process)
 
 
 def _module_file(mod: str) -> str | None:
@@ -211,9 +212,13 @@ def _stamped(base):
             return f"{super().get_disambiguator()}-pb{self._pb_stamp}"
 
         def ensure_cache_path(self):
-            super().ensure_cache_path()
+            path = self.get_cache_path()
+            if path not in _writable or not os.path.isdir(path):
+                # Numba's check creates a file: once per directory and process
+                super().ensure_cache_path()
+                _writable.add(path)
             stem = os.path.splitext(os.path.basename(self._py_file))[0]
-            _prune(self.get_cache_path(), stem, self._pb_stamp[:10])
+            _prune(path, stem, self._pb_stamp[:10])
 
         @classmethod
         def from_function(cls, py_func, py_file):

@@ -13,15 +13,20 @@ import os
 from pktbuf.bench.memif import (RELATIONS, Loopback, Schedule, compare, loopback_ratio,
                                 loopback_zc_ratio, pktbuf_pair, warm)
 
-# PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): one short repetition each
+# PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): one short repetition each, at
+# one frame size (1500 B where the copy-loop shape depends on it: it splits over the smaller
+# buffers), a few hundred bursts per timing, two-process runs of about a second
 QUICK = os.environ.get("PKTBUF_BENCH_QUICK", "") not in ("", "0")
 REP = 1 if QUICK else 5
-SCHED = Schedule(0.5, 2, 0.5) if QUICK else Schedule(1.0, 6, 0.5)
+ITERS = 200 if QUICK else 2000
+SCHED = Schedule(0.3, 2, 0.3) if QUICK else Schedule(1.0, 6, 0.5)
+SIZES = [1500] if QUICK else [64, 1500]
+SIZES_64 = [64] if QUICK else [64, 1500]
 
 
 class MemifLoopback:
     """ns per packet through client Tx -> server Rx in one thread, per path and size."""
-    params = ([64, 1500], ["eq", "lt", "gt", "general"])
+    params = (SIZES, ["eq", "lt", "gt", "general"])
     param_names = ["size", "path"]
     timeout = 120
 
@@ -34,17 +39,17 @@ class MemifLoopback:
         self.lo.close()
 
     def time_1000_bursts(self, size, path):
-        self.lo.run(size, 1000)
+        self.lo.run(size, ITERS // 2)
 
     def track_ns_per_packet(self, size, path):
-        return self.lo.ns_per_packet(size, 2000, repeat=REP)
+        return self.lo.ns_per_packet(size, ITERS, repeat=REP)
 
     track_ns_per_packet.unit = "ns"
 
 
 class MemifFastOverGeneral:
     """general / fast ns per packet, same run (target: >= 1.2 for equal sizes, 'eq')."""
-    params = ([64, 1500], ["eq", "lt", "gt"])
+    params = (SIZES, ["eq", "lt", "gt"])
     param_names = ["size", "relation"]
     timeout = 180
 
@@ -52,14 +57,14 @@ class MemifFastOverGeneral:
         Loopback().close()     # compile before timing
 
     def track_ratio(self, size, relation):
-        return loopback_ratio(size, relation, repeat=REP, iters=2000)["ratio"]
+        return loopback_ratio(size, relation, repeat=REP, iters=ITERS)["ratio"]
 
     track_ratio.unit = "ratio"
 
 
 class MemifZeroCopy:
     """copy / zero-copy ns per packet for the client's Tx (> 1: zero-copy is cheaper)."""
-    params = [64, 1500]
+    params = SIZES_64
     param_names = ["size"]
     timeout = 180
 
@@ -67,14 +72,14 @@ class MemifZeroCopy:
         Loopback(zero_copy=True).close()
 
     def track_copy_over_zc(self, size):
-        return loopback_zc_ratio(size, repeat=REP, iters=2000)["ratio"]
+        return loopback_zc_ratio(size, repeat=REP, iters=ITERS)["ratio"]
 
     track_copy_over_zc.unit = "ratio"
 
 
 class MemifTwoProcess:
     """Mpps received between two pktbuf processes (client CPU 0, server CPU 1)."""
-    params = (["oneway", "roundtrip"], [64, 1500], ["fast", "general", "zero-copy"])
+    params = (["oneway", "roundtrip"], SIZES_64, ["fast", "general", "zero-copy"])
     param_names = ["case", "size", "mode"]
     timeout = 300
     number = 1
@@ -98,7 +103,7 @@ class MemifVsTestpmd:
     """pktbuf -> pktbuf one way / testpmd -> testpmd one way, interleaved rounds in one run
     (target: >= 1.3 at 64 B).  Skipped only when dpdk-testpmd is not installed; a testpmd that
     fails to run fails the benchmark."""
-    params = [64, 1500]
+    params = SIZES_64
     param_names = ["size"]
     timeout = 300
     number = 1

@@ -22,7 +22,7 @@ facade path or loop once on a small private pool.  Nothing is compiled that the 
 not run.
 
 ``--report`` compiles the targets cold, into a temporary ``NUMBA_CACHE_DIR`` (unless
-``--warm``), and prints per unit its wall time and per kernel the seconds spent compiling it
+``--warm``), and prints per unit its wall and CPU time and per kernel the seconds spent compiling it
 (self: its own compilation; total: with the callees it compiled), and the number of
 specialisations.  The figures come from Numba's ``numba:compile`` events.
 """
@@ -156,6 +156,15 @@ TARGETS = {
 DEFAULT_TARGETS = ("demo",)
 
 
+def _waits_for(u: str) -> tuple:
+    """The units that must be done before unit ``u`` starts.  A forwarding loop's unit starts
+    beside the port types' units it builds on: its first work is the forwarder's pool and
+    ports, and a burst kernel both processes reach is compiled by whichever gets there first
+    (the other waits on the function's lock, then loads it) -- cold ``pktbuf fwd`` over a
+    capture file went from 25 s to 18 s so."""
+    return () if u.startswith("fwd:") else UNITS[u][0]
+
+
 def units_for(targets, *, deps: bool = True) -> list[str]:
     """The units ``targets`` need, each after the units it builds on (``deps=False``: the
     named units alone)."""
@@ -207,10 +216,13 @@ def _record(fn):
 def run_unit(name: str, report: bool = False) -> dict:
     if name not in UNITS and name.startswith("fwd:"):
         name = fwd_unit(name[4:].split("+"))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     fn = UNITS[name][1]
     compiled = _record(fn) if report else (fn(), [])[1]
-    return {"unit": name, "seconds": round(time.perf_counter() - t0, 3), "compiled": compiled}
+    # CPU seconds beside wall seconds: on a loaded machine waiting for a CPU inflates the wall
+    # figure, much less the CPU one
+    return {"unit": name, "seconds": round(time.perf_counter() - t0, 3),
+            "cpu_s": round(time.process_time() - c0, 3), "compiled": compiled}
 
 
 def _child_main(argv) -> int:
@@ -246,7 +258,7 @@ def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     try:
         while todo or running:
-            ready = [u for u in todo if all(d in done or d not in units for d in UNITS[u][0])]
+            ready = [u for u in todo if all(d in done or d not in units for d in _waits_for(u))]
             while ready and len(running) < max(1, jobs):
                 u = ready.pop(0)
                 todo.remove(u)
@@ -324,7 +336,7 @@ def _table(results) -> str:
     agg: dict[str, dict] = {}
     for r in results:
         lines.append(f"{r['unit']:10s} {r.get('wall_s', r['seconds']):8.2f} s wall, "
-                     f"{len(r['compiled'])} compilations")
+                     f"{r.get('cpu_s', 0.0):8.2f} s CPU, {len(r['compiled'])} compilations")
         for c in r["compiled"]:
             a = agg.setdefault(c["kernel"], {"self_s": 0.0, "total_s": 0.0, "n": 0,
                                              "unit": r["unit"]})

@@ -55,8 +55,12 @@ NS = 1_000_000_000
 # The readers index with an unsigned offset: Numba then emits no negative-index wraparound
 # test per byte, and LLVM merges the byte loads (stores) into one 16/32-bit access (plus a
 # bswap when swapped).  The callers have checked the offsets against the buffer.
+# They are ordinary kernels, not ``inline="always"``: the parsers call them at dozens of
+# sites, and Numba-level inlining re-typed the body at every one (a fifth of the pcap unit's
+# compile time); LLVM inlines functions this small into the parsers all the same (the
+# parsers' machine code calls none of them).
 
-@kernel(inline="always")
+@kernel
 def rd16(w, o, swap):
     """The 16-bit field at ``w[o:o+2]``; big-endian when ``swap`` (the file's order is not
     ours), little-endian otherwise."""
@@ -68,7 +72,7 @@ def rd16(w, o, swap):
     return a | (b << 8)
 
 
-@kernel(inline="always")
+@kernel
 def rd32(w, o, swap):
     """The unsigned 32-bit field at ``w[o:o+4]`` (see :func:`rd16`)."""
     u = np.uint64(o)
@@ -81,7 +85,7 @@ def rd32(w, o, swap):
     return a | (b << 8) | (c << 16) | (d << 24)
 
 
-@kernel(inline="always")
+@kernel
 def wr32(w, o, v):
     """Store ``v`` as a little-endian (our order) 32-bit field at ``w[o:o+4]``."""
     u = np.uint64(o)
@@ -91,7 +95,7 @@ def wr32(w, o, v):
     w[u + np.uint64(3)] = (v >> 24) & 0xFF
 
 
-@kernel(inline="always")
+@kernel
 def pad4(n):
     """``n`` rounded up to a multiple of 4 (pcapng pads block bodies to 32 bits)."""
     return (n + 3) & ~np.int64(3)

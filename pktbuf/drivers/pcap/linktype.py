@@ -83,13 +83,13 @@ def refusal(linktype: int, mode: int) -> str:
             "such frames instead")
 
 
-@kernel(inline="always")
+@kernel
 def _be16(w, o):
     u = np.uint64(o)
     return (np.int64(w[u]) << 8) | np.int64(w[u + np.uint64(1)])
 
 
-@kernel(inline="always")
+@kernel
 def _pack(w, o, n):
     """Bytes ``w[o:o+n]`` (n <= 8) as an int64, the first byte lowest; 0 when ``o`` < 0."""
     v = np.int64(0)
