@@ -71,11 +71,11 @@ def _eof():
     pcap_rx_eof.compile((BlockType("pcap_rxq"),))
 
 
-DRIVERS = ("ring", "memif", "pcap", "af_packet", "af_xdp")
+DRIVERS = ("ring", "memif", "pcap", "af_packet", "af_xdp", "vhost")
 _KIND_OF = {"ring": "K_RING", "memif": "K_MEMIF", "pcap": "K_PCAP", "af_packet": "K_AF_PACKET",
-            "af_xdp": "K_AF_XDP"}
+            "af_xdp": "K_AF_XDP", "vhost": "K_VHOST"}
 _DRIVER_OF = {"net_ring": "ring", "net_memif": "memif", "net_pcap": "pcap",
-              "net_af_packet": "af_packet", "net_af_xdp": "af_xdp"}
+              "net_af_packet": "af_packet", "net_af_xdp": "af_xdp", "net_vhost": "vhost"}
 
 
 def _fwd(drivers):
@@ -116,6 +116,8 @@ UNITS = {
         ("pktbuf.drivers.af_packet.tx.af_packet_tx_burst", "af_packet_txq"))),
     "af_xdp": ((), _bursts(("pktbuf.drivers.af_xdp.rx.af_xdp_rx_burst", "af_xdp_rxq"),
                                   ("pktbuf.drivers.af_xdp.tx.af_xdp_tx_burst", "af_xdp_txq"))),
+    "vhost": ((), _bursts(("pktbuf.drivers.vhost.rx.vhost_rx_burst", "vhost_queue"),
+                          ("pktbuf.drivers.vhost.tx.vhost_tx_burst", "vhost_queue"))),
     "traffic": (("memif",), _traffic),
 }
 # the forwarding loop for one port type each (fwd:memif, ...), and for every type at once
