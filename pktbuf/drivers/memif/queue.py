@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
 from ...block import Layout
-from ...atomics import exchange, fetch_add, load_acquire
-from ...idle import usleep
 from ...buf.mempool.layout import MAX_POOLS
+from ..common.gate import (QS_BUSY, QS_ERR, QS_ERR_VAL, QS_UP, queue_down,  # noqa: F401
+                           queue_enter, queue_fail, queue_leave, queue_up)
 from .proto import MAX_LOG2_RING_SIZE, MAX_REGIONS
 
 MAX_RING = 1 << MAX_LOG2_RING_SIZE
@@ -65,12 +64,9 @@ P_GT = 3            # memif buffer >  mbuf data room
 PATH_NAMES = {P_GENERAL: "general", P_EQ: "eq", P_LT: "lt", P_GT: "gt"}
 
 # queue status words (st): line 0 is written by the control plane and the burst entry/exit only
-QS_UP = 0
-QS_BUSY = 1
+# (QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL: the burst gate, pktbuf.drivers.common.gate)
 QS_LAST = 8          # cursor: next slot to consume (Rx) / next to fill (Tx), free-running
 QS_HEAD = 9          # client Rx: the head we published (refill); zero-copy Tx: reclaim cursor
-QS_ERR = 10          # first validation failure (V_*), 0 = none
-QS_ERR_VAL = 11      # the offending value
 QS_PACKETS = 16
 QS_BYTES = 17
 QS_DROPS = 18        # Tx: packets not sent because the ring was full
@@ -105,44 +101,3 @@ def queue_alloc():
     return q
 
 
-@kernel(inline="always")
-def queue_enter(q):
-    """Start a burst: False if the link is down (then nothing may be touched)."""
-    fetch_add(q.st, QS_BUSY, 1)
-    if load_acquire(q.st, QS_UP) == 0:
-        fetch_add(q.st, QS_BUSY, -1)
-        return False
-    return True
-
-
-@kernel(inline="always")
-def queue_leave(q):
-    fetch_add(q.st, QS_BUSY, -1)
-
-
-@kernel
-def queue_down(st, timeout_us):
-    """Mark a queue down and wait until no burst is inside it.  True if it drained in time."""
-    exchange(st, QS_UP, 0)
-    waited = 0
-    while load_acquire(st, QS_BUSY) != 0:
-        if waited >= timeout_us:
-            return False
-        usleep(50)
-        waited += 50
-    return True
-
-
-@kernel
-def queue_up(st):
-    exchange(st, QS_UP, 1)
-
-
-@kernel(inline="always")
-def queue_fail(q, code, val):
-    """Record a validation failure and take the queue down; the facade disconnects."""
-    if q.st[QS_ERR] == 0:
-        q.st[QS_ERR] = code
-        q.st[QS_ERR_VAL] = val
-    exchange(q.st, QS_UP, 0)
-    return 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...block import Layout
+from ..common.gate import QS_BUSY, QS_ERR, QS_ERR_VAL, QS_UP  # noqa: F401
 from .proto import MAX_REGIONS
 
 # descriptor flags
@@ -70,13 +71,10 @@ Q_VRING = 14            # the vring's index (for reasons)
 Q_PACKED = 15           # RING_PACKED negotiated: Q_AVAIL / Q_USED are the event areas
 Q_WORDS = 16
 
-# status words (st): 0 and 1 are the link flag and the busy count (queue.py)
-QS_UP = 0
-QS_BUSY = 1
+# status words (st): QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL are the burst gate's
+# (pktbuf.drivers.common.gate)
 QS_LAST_AVAIL = 8       # next avail index to read (free-running u16)
 QS_USED_IDX = 9         # next used index to write (free-running u16)
-QS_ERR = 10             # first validation failure (V_*), 0 = none
-QS_ERR_VAL = 11         # the offending value
 QS_PACKETS = 16
 QS_BYTES = 17
 QS_MISSED = 18          # Tx: packets not taken (no room in the guest's buffers)

@@ -7,13 +7,11 @@ to 0 (a full barrier) and waits for ``QS_BUSY`` to reach 0 before anything is un
 """
 from __future__ import annotations
 
-from ..._jit import kernel
-from ...atomics import exchange, fetch_add, load_acquire
-from ...idle import usleep
+from ..common.gate import queue_down, queue_enter, queue_fail, queue_leave, queue_up  # noqa: F401
 from .layout import (Q_AVAIL, Q_CALLFD, Q_DESC, Q_EVENT_IDX, Q_HDR, Q_INDIRECT, Q_MASK,
-                     Q_MBUF_CAP, Q_MRG, Q_N, Q_NREG, Q_PACKED, Q_POOL, Q_PORT, Q_USED, Q_VRING, QS_BUSY,
-                     QS_AVAIL_WRAP, QS_ERR, QS_ERR_VAL, QS_LAST_AVAIL, QS_UP, QS_USED_IDX,
-                     QS_USED_WRAP, VHOST_QUEUE)
+                     Q_MBUF_CAP, Q_MRG, Q_N, Q_NREG, Q_PACKED, Q_POOL, Q_PORT, Q_USED, Q_VRING,
+                     QS_AVAIL_WRAP, QS_ERR, QS_ERR_VAL, QS_LAST_AVAIL, QS_USED_IDX, QS_USED_WRAP,
+                     VHOST_QUEUE)
 
 __all__ = ["queue_alloc", "queue_enter", "queue_leave", "queue_down", "queue_up", "queue_fail",
            "queue_configure"]
@@ -24,49 +22,6 @@ def queue_alloc():
     q = VHOST_QUEUE.create()
     q.cfg[Q_CALLFD] = -1
     return q
-
-
-@kernel(inline="always")
-def queue_enter(q):
-    """Start a burst: False if the queue is down (then nothing may be touched)."""
-    fetch_add(q.st, QS_BUSY, 1)
-    if load_acquire(q.st, QS_UP) == 0:
-        fetch_add(q.st, QS_BUSY, -1)
-        return False
-    return True
-
-
-@kernel(inline="always")
-def queue_leave(q):
-    fetch_add(q.st, QS_BUSY, -1)
-
-
-@kernel
-def queue_down(st, timeout_us):
-    """Mark a queue down and wait until no burst is inside it.  True if it drained in time."""
-    exchange(st, QS_UP, 0)
-    waited = 0
-    while load_acquire(st, QS_BUSY) != 0:
-        if waited >= timeout_us:
-            return False
-        usleep(50)
-        waited += 50
-    return True
-
-
-@kernel
-def queue_up(st):
-    exchange(st, QS_UP, 1)
-
-
-@kernel(inline="always")
-def queue_fail(q, code, val):
-    """Record the first validation failure and take the queue down (the control thread sees
-    ``QS_ERR`` and takes the link down with the reason)."""
-    if q.st[QS_ERR] == 0:
-        q.st[QS_ERR] = code
-        q.st[QS_ERR_VAL] = val
-    exchange(q.st, QS_UP, 0)
 
 
 def queue_configure(q, *, desc: int, avail: int, used: int, num: int, regions, hdr: int,
