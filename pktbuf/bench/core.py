@@ -36,6 +36,7 @@ DATAROOM = 2176
 BURSTS = (1, 32, 64, 128, 256)
 MAX_BURST = 256
 DROP_US = 20.0          # a timed interval longer than this was preempted
+PREEMPTED_RETRIES = 4   # a measurement that lost every interval to preemption: taken again
 CHUNK_NS = 4000.0       # whole-loop cases are timed in chunks of about this long
 NEVER = 1 << 62         # a drop threshold no interval reaches
 UNITS = 400_000         # units of work per sample
@@ -416,9 +417,16 @@ class CoreBench:
 
     def sample(self, case: str, burst: int, staged: bool = False, units: int = UNITS,
                timing: Timing | None = None) -> Sample:
-        """One measurement of about ``units`` units of ``case`` at ``burst``."""
+        """One measurement of about ``units`` units of ``case`` at ``burst``.  A measurement
+        whose every timed interval was preempted (dropped) is taken again, up to
+        ``PREEMPTED_RETRIES`` times -- with few intervals (a slow case's short run) one
+        preemption can take them all -- and is an error only if every attempt lost them all."""
         t = timing or self.timing(case, burst, units)
-        acc, kept, dropped = self._loop(case, burst, staged, t.nchunks, t.chunk, t.drop_cyc)
+        for _ in range(1 + PREEMPTED_RETRIES):
+            acc, kept, dropped = self._loop(case, burst, staged, t.nchunks, t.chunk,
+                                            t.drop_cyc)
+            if kept != 0:
+                break
         if kept < 0:
             raise BenchError(f"{case}: pool ran dry")
         if kept == 0:
