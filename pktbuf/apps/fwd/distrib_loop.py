@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
-from ...net.distrib.kernels import (distributor_burst, distributor_return_burst,
+from ...net.distrib.kernels import (distributor_burst, distributor_return_or_free,
                                     distributor_returned_pkts, distributor_worker_burst,
                                     distributor_worker_done)
 from ...ethdev.burst import eth_domain, rx_burst, rx_queue_error, tx_burst, tx_queue_error
@@ -170,21 +170,7 @@ def dist_worker_loop(dom, d, w, lcore, mode, txmap, macs, peers, pk, burst, dead
                         if p < txmap.size and txmap[p] >= 0:
                             txp = txmap[p]
                             _rewrite(dom, pk[i], mode, macs[txp], peers[txp])
-                k = distributor_return_burst(d, w, pk, n)
-                waited = 0
-                t0 = now_ns()
-                while k < n:
-                    for i in range(n - k):          # the rest to the front
-                        pk[i] = pk[k + i]
-                    n -= k
-                    k = distributor_return_burst(d, w, pk, n)
-                    if k < n:
-                        if now_ns() - t0 > HOLD_NS:  # nobody collects: free, never strand
-                            pktmbuf_free_bulk(dom, lcore, pk[k:], n - k)
-                            distributor_worker_done(d, w, n - k)
-                            break
-                        idle_backoff(waited, idle_max_us)
-                        waited += 1
+                distributor_return_or_free(dom, d, w, lcore, pk, n, HOLD_NS, idle_max_us)
         else:
             idle_backoff(idle, idle_max_us)
             idle += 1

@@ -27,7 +27,7 @@ from pktbuf.apps.stage.abi import noop_stage as run_stage  # STAGE-HOOK
 from pktbuf.buf.mbuf.free import pktmbuf_free_bulk
 from pktbuf.idle import idle_backoff, now_ns
 from pktbuf.net.distrib.kernels import (
-    distributor_return_burst,
+    distributor_return_or_free,
     distributor_worker_burst,
     distributor_worker_done,
 )
@@ -88,22 +88,7 @@ def stage_dist_loop(dom, d, w, lcore, txmap, maxp, state, pdrop, scnt, drops, de
             if nd > 0:
                 pktmbuf_free_bulk(dom, lcore, dest, nd)
                 distributor_worker_done(d, w, nd)
-            m = kept
-            k = distributor_return_burst(d, w, pk, m)
-            waited = 0
-            t0 = now_ns()
-            while k < m:
-                for i in range(m - k):      # the rest to the front
-                    pk[i] = pk[k + i]
-                m -= k
-                k = distributor_return_burst(d, w, pk, m)
-                if k < m:
-                    if now_ns() - t0 > HOLD_NS:      # nobody collects: free, never strand
-                        pktmbuf_free_bulk(dom, lcore, pk[k:], m - k)
-                        distributor_worker_done(d, w, m - k)
-                        break
-                    idle_backoff(waited, idle_max_us)
-                    waited += 1
+            distributor_return_or_free(dom, d, w, lcore, pk, kept, HOLD_NS, idle_max_us)
         else:
             idle_backoff(idle, idle_max_us)
             idle += 1

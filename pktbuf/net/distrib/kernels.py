@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
+from ...buf.mbuf.free import pktmbuf_free_bulk
+from ...idle import idle_backoff, now_ns
 from ...buf.ring.kernels import (RING_HDR_WORDS, RING_QUEUE_VARIABLE, ring_count_at, ring_do_dequeue,
                                  ring_do_enqueue)
 from ..rss.tuple import RX_RSS_HASH, rss_hash_bulk
@@ -30,6 +32,7 @@ from .layout import (BURST_MAX, D_HASH, D_L4, D_RING_SIZE, D_WORKERS, W_DEQ, W_D
                      W_FULL, W_RET, W_RETD)
 
 __all__ = ["distributor_burst", "distributor_worker_burst", "distributor_worker_done",
+           "distributor_return_or_free",
            "distributor_return_burst", "distributor_returned_pkts", "distributor_ring_count"]
 
 
@@ -159,6 +162,30 @@ def distributor_return_burst(d, w, pkts, n):
     d.wst[w, W_RET] += k
     d.wst[w, W_DONE] += k
     return k
+
+
+@kernel
+def distributor_return_or_free(dom, d, w, lcore, pkts, n, hold_ns, idle_max_us):
+    """Worker ``w``: hand all of ``pkts[:n]`` back (:func:`distributor_return_burst`), waiting
+    with :func:`~pktbuf.idle.idle_backoff` while the return ring is full; if it stays full
+    for ``hold_ns`` (nobody collects), free the rest -- never strand them -- counted as done.
+    Returns how many were freed.  ``pkts`` is reordered (the rest moved to the front)."""
+    k = distributor_return_burst(d, w, pkts, n)
+    waited = 0
+    t0 = now_ns()
+    while k < n:
+        for i in range(n - k):              # the rest to the front
+            pkts[i] = pkts[k + i]
+        n -= k
+        k = distributor_return_burst(d, w, pkts, n)
+        if k < n:
+            if now_ns() - t0 > hold_ns:
+                pktmbuf_free_bulk(dom, lcore, pkts[k:], n - k)
+                distributor_worker_done(d, w, n - k)
+                return n - k
+            idle_backoff(waited, idle_max_us)
+            waited += 1
+    return 0
 
 
 @kernel
