@@ -21,7 +21,9 @@ its log shows every port closed, accepted; otherwise it is retried, a bounded nu
 l3fwd prints no cycle counts, so the patch adds, per lcore, the TSC cycles of every loop
 iteration that received packets (``rte_rdtsc`` before ``rte_eth_rx_burst`` to after the burst's
 ``l3fwd_*_send_packets``, as testpmd's ``--record-core-cycles`` counts them) and the packets
-those iterations received, in the LPM and EM main loops (``lpm_main_loop``, ``em_main_loop``),
+those iterations received, plus the cycles of every Tx drain that sent something (the
+``BURST_TX_DRAIN_US`` flush of the per-port Tx buffers: the Tx work of the packets those
+iterations only buffered), in the LPM and EM main loops (``lpm_main_loop``, ``em_main_loop``),
 and prints their sums, ``L3FWD: busy cycles=C packets=N tsc_hz=H``, on SIGUSR1 (the sums so
 far, written with ``write(2)`` from the handler) and once the lcores have stopped (SIGINT /
 SIGTERM), before the ports close.  Forwarding is unchanged; the two patched builds are cached
