@@ -33,183 +33,25 @@ them: statistics per worker and summed per port (the telemetry socket shows each
 queue of the port), a worker that dies is reported with its exit status while the rest go on,
 and at the end each worker closes its ports and reports how many of its mbufs were not
 returned and what its pool's audit counted.  A worker whose parent is gone stops by itself.
-The command line's side (tables, JSON events, telemetry) is :mod:`.fwd_workers_main`.
+The command line's side (tables, JSON events, telemetry) is :mod:`.workers_main`; the
+machinery ``pktbuf l3fwd``'s lcore processes share with these workers (the split, the
+statistics block, the processes' start and watch) is :mod:`.workers_group`.
 """
 from __future__ import annotations
 
-import json
-import multiprocessing
 import os
-import secrets
-import signal
-import time
 
-import numpy as np
+from .workers_group import (C_AUDIT, C_CPU, C_ERROR, C_HEARTBEAT, C_IN_USE, C_PID, C_POOL,
+                            C_PORTS, C_STATE, G_STOP, STAGE_WORDS, STATS, S_DONE, S_FAILED,
+                            S_RUNNING, Shared, WorkerGroup, af_xdp_shares, attach_shared_xdp,
+                            publish, split_vdevs, tagged, worker_enter)
 
-from ...drivers.common.kinds import MAX_PORTS
-from ..stage.abi import F_STAGE_DROP
-from .loop import F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP
-
-STATS = ("ipackets", "opackets", "ibytes", "obytes", "imissed", "ierrors", "oerrors",
-         "rx_nombuf")
-LOOP = (("rx", F_RX), ("tx", F_TX), ("tx_dropped", F_TX_DROP), ("rx_bytes", F_RX_BYTES),
-        ("tx_bytes", F_TX_BYTES), ("busy_cycles", F_BUSY_CYCLES),
-        ("stage_dropped", F_STAGE_DROP))
-P_WORDS = len(STATS) + len(LOOP)          # per worker and port
-
-# control words per worker
-C_STATE, C_PID, C_CPU, C_IN_USE, C_PORTS, C_HEARTBEAT, C_AUDIT, C_POOL, C_ERROR, C_REPORT = \
-    range(10)
-C_WORDS = 10
-REPORT_BYTES = 8192                       # per worker: its errors and warnings, as JSON
-STAGE_WORDS = 64                          # per worker: --stage counters, then as many drops
-S_STARTING, S_RUNNING, S_DONE, S_FAILED = 0, 1, 2, 3
-STATE_NAMES = {S_STARTING: "starting", S_RUNNING: "running", S_DONE: "done", S_FAILED: "failed"}
-G_STOP = 0                                # global word: 1 = every worker stops
-
-
-def af_xdp_shares(vdevs: list[str], workers: int) -> dict[int, tuple[str, int]]:
-    """The ``net_af_xdp`` ports among ``vdevs`` that the workers share (``workers > 1``):
-    ``{index: (iface, start_queue)}``; ``InvalidArgument`` for one that cannot be split (a
-    ``queue_count`` other than 1, an ``xsk_map`` of its own, no ``iface``)."""
-    from ...drivers.common.api.devargs import parse_devargs
-    from ...ethdev.api import driver_of
-    from ...drivers.common.api.port import arg_int
-    from ...errors import InvalidArgument
-    out = {}
-    if workers < 2:
-        return out
-    for i, v in enumerate(vdevs):
-        if not isinstance(v, str):
-            raise InvalidArgument("--workers takes device strings only")
-        name, args = parse_devargs(v)
-        if driver_of(name) != "net_af_xdp":
-            continue
-        if "xsk_map" in args:
-            raise InvalidArgument(f"{name}: with --workers the parent attaches the XDP program "
-                                  "and gives the workers its map; leave xsk_map out")
-        if arg_int("net_af_xdp", args, "queue_count", 1, 1, 0xFFFF) != 1:
-            raise InvalidArgument(f"{name}: with --workers each worker owns one queue "
-                                  f"(worker w: start_queue + w); queue_count="
-                                  f"{args['queue_count']} is refused, leave it out or give 1")
-        if "iface" not in args:
-            raise InvalidArgument(f"{name}: iface=<interface name> is required")
-        out[i] = (args["iface"], arg_int("net_af_xdp", args, "start_queue", 0, 0, 0xFFFF))
-    return out
-
-
-def split_vdevs(vdevs: list[str], workers: int, fanout_id: int | None = None,
-                xsk_maps: dict[int, str] | None = None) -> list[list[str]]:
-    """The device strings of each worker (see the module docstring); ``InvalidArgument`` for
-    a port that cannot be split.  ``xsk_maps``: for each shared ``net_af_xdp`` port (by index
-    in ``vdevs``, see :func:`af_xdp_shares`), the ``xsk_map`` of the program attached for the
-    workers."""
-    from ...drivers.common.api.devargs import parse_devargs
-    from ...ethdev.api import driver_of
-    from ...errors import InvalidArgument
-    if fanout_id is None:
-        fanout_id = secrets.randbelow(0xFFFF) + 1
-    shares = af_xdp_shares(vdevs, workers)
-    xsk_maps = xsk_maps or {}
-    out = [[] for _ in range(workers)]
-    for i, v in enumerate(vdevs):
-        if not isinstance(v, str):
-            raise InvalidArgument("--workers takes device strings only")
-        name, args = parse_devargs(v)
-        drv = driver_of(name)
-        if i in shares:
-            if i not in xsk_maps:
-                raise InvalidArgument(f"{name}: no shared XDP program for the workers "
-                                      "(xsk_maps)")
-            keep = ",".join(f"{k}={x}" for k, x in args.pairs
-                            if k not in ("start_queue", "queue_count"))
-            for w in range(workers):
-                out[w].append(f"{name},{keep},start_queue={shares[i][1] + w},queue_count=1,"
-                              f"xsk_map={xsk_maps[i]}")
-            continue
-        per = "{worker}" in v
-        if drv in ("net_pcap", "net_memif") and not per and workers > 1:
-            raise InvalidArgument(
-                f"{name}: every worker would use the same "
-                f"{'files' if drv == 'net_pcap' else 'socket and id'}; put {{worker}} in the "
-                f"device string to give each its own (e.g. tx_pcap=out-{{worker}}.pcap)")
-        for w in range(workers):
-            s = v.replace("{worker}", str(w))
-            if drv == "net_af_packet" and "fanout_id" not in args:
-                s += f",fanout_id={fanout_id}"
-            out[w].append(s)
-    return out
-
-
-class Shared:
-    """The statistics block: ``ctl[w]``, ``ports[w, port]`` (``P_WORDS`` int64 each), the
-    global stop word, ``stage[w]`` (a ``--stage``'s counters, then its drops per reason,
-    ``STAGE_WORDS`` each) and each worker's report (its port errors and warnings, JSON of
-    ``ctl[w, C_REPORT]`` bytes), in POSIX shared memory the workers open by name."""
-
-    def __init__(self, workers: int, name: str | None = None):
-        from multiprocessing import shared_memory
-        nports = workers * MAX_PORTS * P_WORDS
-        nwords = 8 + workers * C_WORDS + nports + workers * 2 * STAGE_WORDS
-        size = 8 * nwords + workers * REPORT_BYTES
-        if name is None:
-            self.shm = shared_memory.SharedMemory(create=True, size=size)
-            self.owner = True
-        else:
-            self.shm = shared_memory.SharedMemory(name=name)
-            self.owner = False
-        a = np.ndarray(nwords, np.int64, self.shm.buf)
-        self.glob = a[:8]
-        self.ctl = a[8:8 + workers * C_WORDS].reshape(workers, C_WORDS)
-        o = 8 + workers * C_WORDS
-        self.ports = a[o:o + nports].reshape(workers, MAX_PORTS, P_WORDS)
-        self.stage = a[o + nports:].reshape(workers, 2, STAGE_WORDS)
-        self.reports = np.ndarray((workers, REPORT_BYTES), np.uint8, self.shm.buf, 8 * nwords)
-        if self.owner:
-            a[:] = 0
-            self.reports[:] = 0
-        self.name = self.shm.name
-
-    def put_report(self, w: int, errors: list, warnings: list) -> None:
-        """Worker ``w``'s errors and warnings (dicts), for the parent to report."""
-        b = json.dumps({"errors": errors, "warnings": warnings}).encode()
-        if len(b) > REPORT_BYTES:                      # keep the errors, drop the details
-            b = json.dumps({"errors": [{k: e[k] for k in ("port_id", "line")}
-                                       for e in errors][:20],
-                            "warnings": []}).encode()[:REPORT_BYTES]
-        self.reports[w, :len(b)] = np.frombuffer(b, np.uint8)
-        self.ctl[w, C_REPORT] = len(b)
-
-    def report(self, w: int) -> dict:
-        n = int(self.ctl[w, C_REPORT])
-        if n <= 0:
-            return {"errors": [], "warnings": []}
-        try:
-            return json.loads(bytes(self.reports[w, :n]))
-        except ValueError:
-            return {"errors": [], "warnings": []}
-
-    def close(self) -> None:
-        del self.glob, self.ctl, self.ports, self.stage, self.reports
-        self.shm.close()
-        if self.owner:
-            self.shm.unlink()
+__all__ = ["C_PID", "STAGE_WORDS", "Shared", "Workers", "af_xdp_shares", "split_vdevs",
+           "worker_main"]
 
 
 def _publish(sh: Shared, w: int, fw) -> None:
-    for p in fw.ports:
-        s = p.stats()
-        row = sh.ports[w, p.port_id]
-        for i, k in enumerate(STATS):
-            row[i] = s[k]
-        c = fw.cnt[p.port_id]
-        for i, (_, f) in enumerate(LOOP):
-            row[len(STATS) + i] = c[f]
-    r = fw.runner
-    if r is not None:
-        k, d = len(fw.stage.counters), len(fw.stage.drop_reasons) + 1
-        sh.stage[w, 0, :k] = r.scnt[:k]
-        sh.stage[w, 1, :d] = r.drops[:d]
+    publish(sh, w, fw.ports, fw.cnt, fw.runner)
 
 
 def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dict) -> None:
@@ -218,15 +60,7 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
     from .loop import R_ALL_EOF, R_PORT_ERROR
     sh = Shared(workers, shm_name)
     ctl = sh.ctl[w]
-    ctl[C_PID] = os.getpid()
-    cpu = w % (os.cpu_count() or 1)
-    try:
-        os.sched_setaffinity(0, {cpu})
-        ctl[C_CPU] = cpu
-    except OSError:
-        ctl[C_CPU] = -1
-    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent decides when to stop
-    parent = os.getppid()
+    parent = worker_enter(sh, w)
     fw = None
     try:
         stage = None
@@ -245,7 +79,7 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
             eof = r == R_ALL_EOF
             _publish(sh, w, fw)
             if r == R_PORT_ERROR:              # the parent reports it and stops the others
-                sh.put_report(w, _tagged(fw.failures(), w), [])
+                sh.put_report(w, tagged(fw.failures(), w), [])
                 ctl[C_ERROR] = 1
                 break
             ctl[C_HEARTBEAT] += 1
@@ -263,18 +97,13 @@ def worker_main(w: int, shm_name: str, workers: int, vdevs: list[str], opts: dic
             errs += fw.close_errors
             if errs:
                 ctl[C_ERROR] = 1
-            sh.put_report(w, _tagged(errs, w), _tagged(warns, w))
+            sh.put_report(w, tagged(errs, w), tagged(warns, w))
         if ctl[C_STATE] != S_FAILED:
             ctl[C_STATE] = S_DONE
         sh.close()
 
 
-def _tagged(items: list, w: int) -> list:
-    """Errors or warnings of worker ``w``'s ports, each saying which worker."""
-    return [dict(it, worker=w, line=f"worker {w}: {it['line']}") for it in items]
-
-
-class Workers:
+class Workers(WorkerGroup):
     """The parent's side: start, watch, stop and account for the worker processes."""
 
     def __init__(self, vdevs, mode, workers: int, *, burst=32, txpkts=64, nb_mbufs=16384,
@@ -300,11 +129,7 @@ class Workers:
         self.xdp: list = []                  # the XDP programs the workers share
         vdevs = list(vdevs)
         try:
-            maps = {}
-            for i, (iface, sq) in af_xdp_shares(vdevs, workers).items():
-                from ...drivers.af_xdp.api.port import SharedXdpProgram
-                self.xdp.append(SharedXdpProgram(iface, workers, start_queue=sq))
-                maps[i] = self.xdp[-1].xsk_map
+            self.xdp, maps = attach_shared_xdp(vdevs, workers)
             self.split = split_vdevs(vdevs, workers, xsk_maps=maps)
         except BaseException:
             self.close_xdp()
@@ -313,10 +138,8 @@ class Workers:
                      "mbuf_size": mbuf_size, "peers": dict(peers or {}),
                      "record_cycles": record_cycles, "idle_backoff": idle_backoff,
                      "stage": stage}
-        self.sh = Shared(workers)
-        self.procs: list = []
+        WorkerGroup.__init__(self, workers, Shared(workers))
         self.names: list = []
-        self._reported: set = set()
 
     def warm(self) -> list[dict]:
         """Open worker 0's ports here, compile the loop, close them: the compile cache is then
@@ -342,53 +165,8 @@ class Workers:
         return self.names
 
     def start(self) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        for w in range(self.n):
-            p = ctx.Process(target=worker_main, name=f"pktbuf-fwd-worker-{w}",
-                            args=(w, self.sh.name, self.n, self.split[w], self.opts))
-            p.start()
-            self.procs.append(p)
-
-    def wait_running(self, timeout: float = 120.0) -> bool:
-        """True once every worker is forwarding or has already finished cleanly (a short
-        capture can end before the last worker starts); False if one failed, died, or the
-        time ran out."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            st = [int(self.sh.ctl[w, C_STATE]) for w in range(self.n)]
-            if all(s in (S_RUNNING, S_DONE) for s in st) and not any(
-                    p.exitcode not in (None, 0) for p in self.procs):
-                return True
-            if any(s == S_FAILED for s in st) or any(
-                    not p.is_alive() and st[w] != S_DONE for w, p in enumerate(self.procs)):
-                return False
-            time.sleep(0.02)
-        return False
-
-    def dead(self) -> list[tuple[int, int]]:
-        """Workers that ended before being told to stop, newly seen: (worker, exit code).  A
-        worker that finished cleanly at the end of its input (exit code 0, state done) did
-        not die."""
-        out = []
-        for w, p in enumerate(self.procs):
-            if w not in self._reported and not p.is_alive() and self.sh.glob[G_STOP] == 0:
-                if p.exitcode == 0 and int(self.sh.ctl[w, C_STATE]) == S_DONE:
-                    continue
-                self._reported.add(w)
-                out.append((w, p.exitcode))
-        return out
-
-    def all_ended(self) -> bool:
-        return all(not p.is_alive() for p in self.procs)
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self.sh.glob[G_STOP] = 1
-        for p in self.procs:
-            p.join(timeout)
-        for p in self.procs:
-            if p.is_alive():               # pragma: no cover - a worker stuck in a kernel
-                p.kill()
-                p.join()
+        self.start_workers(worker_main, lambda w: (w, self.sh.name, self.n, self.split[w],
+                                                   self.opts), "pktbuf-fwd-worker")
 
     # -- statistics --------------------------------------------------------------------------
     def port_ids(self) -> list[int]:
@@ -402,23 +180,15 @@ class Workers:
         for w in range(self.n):
             c = self.sh.ctl[w]
             p = self.procs[w] if w < len(self.procs) else None
-            row = {"worker": w, "state": STATE_NAMES.get(int(c[C_STATE]), "?"),
+            row = {"worker": w, "state": self.state(w),
                    "pid": int(c[C_PID]), "cpu": int(c[C_CPU]),
                    "exitcode": None if p is None else p.exitcode,
                    "mbufs_in_use_at_close": int(c[C_IN_USE]),
                    "pool_size": int(c[C_POOL]), "pool_audit": int(c[C_AUDIT]), "ports": []}
-            if p is not None and p.exitcode not in (None, 0) and row["state"] != "failed":
-                row["state"] = "died"
             for pid in self.port_ids():
                 row["ports"].append(dict(port_id=pid, **self._port(w, pid)))
             out.append(row)
         return out
-
-    def _port(self, w: int, pid: int) -> dict:
-        r = self.sh.ports[w, pid]
-        d = {k: int(r[i]) for i, k in enumerate(STATS)}
-        d.update({k: int(r[len(STATS) + i]) for i, (k, _) in enumerate(LOOP)})
-        return d
 
     def port_stats(self, pid: int) -> dict:
         """``rte_eth_stats`` of port ``pid`` summed over the workers, each worker one queue."""
@@ -459,21 +229,6 @@ class Workers:
 
     def stage_dropped(self, pid: int) -> int:
         return sum(self._port(w, pid)["stage_dropped"] for w in range(self.n))
-
-    def in_use(self) -> int:
-        return sum(int(self.sh.ctl[w, C_IN_USE]) for w in range(self.n))
-
-    def failed_ports(self) -> bool:
-        """True once a worker found one of its ports stopped by an error."""
-        return any(int(self.sh.ctl[w, C_ERROR]) for w in range(self.n))
-
-    def failures(self) -> list[dict]:
-        """Every worker's port errors (``error`` events, ``worker`` added)."""
-        return [e for w in range(self.n) for e in self.sh.report(w)["errors"]]
-
-    def warnings(self) -> list[dict]:
-        """Every worker's warnings (reported when it closed its ports)."""
-        return [x for w in range(self.n) for x in self.sh.report(w)["warnings"]]
 
     def close_xdp(self) -> None:
         """Detach the shared XDP programs (after the workers stopped)."""
