@@ -32,6 +32,9 @@ def test_split_vdevs():
     assert [x[1] for x in w] == [f"net_pcap1,tx_pcap=/t/o-{i}.pcap" for i in range(3)]
     assert all(x[2] == "net_af_packet2,iface=v2,fanout_id=77,fanout_mode=lb" for x in w)
     assert all(x[3] == "net_ring3" for x in w)
+    two = split_vdevs(["net_af_packet0,iface=a", "net_af_packet1,iface=b"], 2, fanout_id=0xFFFF)
+    assert two[0] == ["net_af_packet0,iface=a,fanout_id=65535",     # a group is one interface's
+                      "net_af_packet1,iface=b,fanout_id=1"]
     x = split_vdevs(["net_af_xdp0,iface=v0,start_queue=2,force_copy=1", "net_ring1"], 2,
                     xsk_maps={0: "123:7"})
     assert [w[0] for w in x] == [f"net_af_xdp0,iface=v0,force_copy=1,start_queue={2 + w},"

@@ -106,7 +106,8 @@ def split_vdevs(vdevs: list[str], workers: int, fanout_id: int | None = None,
         for w in range(workers):
             s = v.replace("{worker}", str(w))
             if drv == "net_af_packet" and "fanout_id" not in args:
-                s += f",fanout_id={fanout_id}"
+                # a fanout group belongs to one interface: each port its own id
+                s += f",fanout_id={(fanout_id - 1 + i) % 0xFFFF + 1}"
             out[w].append(s)
     return out
 
