@@ -6,8 +6,11 @@ without ``--parse-ptype`` when a port cannot classify packets -- every pktbuf po
 net_pcap in DPDK (``port N cannot parse packet type, please add --parse-ptype``, status 1;
 the Tx capture files exist by then, holding their header only, as DPDK's do); fill the tables,
 skipping routes to ports outside ``-p``; then forward on every ``(port, queue, lcore)`` of
-``--config``: one thread per lcore, each Rx queue polled by its lcore, Tx on queue ``i`` of
-every port for the ``i``-th lcore.
+``--config``.  Several lcores become processes of their own where every port can be split
+across processes (:mod:`.lcores`: AF_XDP queues, AF_PACKET fanout, ``{worker}`` devices);
+otherwise -- and with one lcore -- they are threads of this process (one per lcore, each Rx
+queue polled by its lcore, Tx on queue ``i`` of every port for the ``i``-th lcore), and the
+command says why.  The tables, pools and ports of a process: :mod:`.setup`.
 
 The stage (:func:`pktbuf.apps.l3fwd.kernels.l3fwd_stage`) and its loop are compiled -- or
 loaded from the cache -- before any port opens: a failure is reported then.
@@ -26,140 +29,18 @@ import time
 
 import numpy as np
 
-from ...drivers.common.kinds import MAX_PORTS
 from ...errors import PktbufError
-from ...ethdev.api import kinds_of_devices
-from ..stage.abi import F_RX, F_STAGE_DROP, R_ALL_EOF, R_PORT_ERROR
-from ..stage.api import Stage, StageRunner
-from . import kernels as K
+from ..stage.abi import F_RX, F_STAGE_DROP, F_TX, F_TX_DROP, R_ALL_EOF, R_PORT_ERROR
+from ..stage.api import StageRunner
+from . import lcores as L
 from . import options as O
 from . import routes as R
+from .setup import (EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SLICE, Board, Failure, Tables, em4_key,
+                    em6_key, cycles_text, fill_eth, make_cfg, make_state, pcap_as_dpdk,
+                    read_routes, summary_lines)
 
-__all__ = ["main", "run", "make_state", "Tables", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE"]
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-SLICE = 0.1
-DPDK_PCAP_SNAPLEN = 65535            # the snaplen DPDK 22.11's net_pcap writes in its headers
-NB_MBUF = 8192                       # l3fwd's floor (NB_MBUF)
-LPM_MAX_RULES, LPM_TBL8S = 1024, 1 << 8           # IPV4_L3FWD_LPM_*
-LPM6_MAX_RULES, LPM6_TBL8S = 1024, 1 << 16        # IPV6_L3FWD_LPM_*
-
-
-class Failure(Exception):
-    """l3fwd's ``rte_exit(EXIT_FAILURE, ...)``."""
-
-
-def _port_enabled(mask: int, port: int) -> bool:
-    # l3fwd tests `1 << if_out & enabled_port_mask` on an int: x86 takes the shift count mod 32
-    return bool((1 << (port & 31)) & mask)
-
-
-class Tables:
-    """The lookup tables of one run, filled from ``routes`` as l3fwd fills them."""
-
-    def __init__(self, lookup: str, portmask: int, v4, v6, *, ipv6_em: bool = False,
-                 em_entries: int = 1 << 16):
-        from ...net.hash.api import Hash
-        from ...net.lpm.api import Lpm, Lpm6
-        self.lookup = lookup
-        small = lookup == "em"
-        self.lpm4 = Lpm(8 if small else LPM_MAX_RULES, 1 if small else LPM_TBL8S)
-        self.lpm6 = Lpm6(8 if small else LPM6_MAX_RULES, 1 if small else LPM6_TBL8S)
-        em = lookup == "em"
-        self.em4 = Hash(em_entries if em and not ipv6_em else 8, 16)
-        self.em6 = Hash(em_entries if em and ipv6_em else 8, 48)
-        if lookup in ("lpm", "fib"):
-            for r in v4:
-                if _port_enabled(portmask, r.port):
-                    self._add(self.lpm4, r, 32)
-            for r in v6:
-                if _port_enabled(portmask, r.port):
-                    self._add(self.lpm6, r, 128)
-        elif not ipv6_em:                  # EM fills one table only (l3fwd_em.c)
-            for r in v4:
-                if _port_enabled(portmask, r.port):
-                    self.em4.add(em4_key(r), data=r.port)
-        else:
-            for r in v6:
-                if _port_enabled(portmask, r.port):
-                    self.em6.add(em6_key(r), data=r.port)
-
-    @staticmethod
-    def _add(tbl, r, bits):
-        if not 1 <= r.depth <= bits:
-            raise Failure(f"Unable to add entry {r} to the l3fwd LPM table")
-        ip = int.from_bytes(r.addr, "big")
-        mask = ((1 << r.depth) - 1) << (bits - r.depth)
-        try:
-            tbl.add(ip & mask, r.depth, r.port)
-        except PktbufError as e:
-            raise Failure(f"Unable to add entry {r} to the l3fwd LPM table: {e}") from None
-
-
-def em4_key(r: R.EmRule) -> bytes:
-    """``union ipv4_5tuple_host`` of a rule: pad, proto, pad, src, dst, sport, dport."""
-    return bytes((0, r.proto, 0, 0)) + r.src + r.dst + r.src_port.to_bytes(2, "big") + \
-        r.dst_port.to_bytes(2, "big")
-
-
-def em6_key(r: R.EmRule) -> bytes:
-    """``union ipv6_5tuple_host``: pad, proto, pad, src, dst, sport, dport, 8 reserved."""
-    return bytes((0, 0, r.proto, 0)) + r.src + r.dst + r.src_port.to_bytes(2, "big") + \
-        r.dst_port.to_bytes(2, "big") + bytes(8)
-
-
-def read_routes(o: O.Options):
-    """(v4, v6) rules: both files, or (if either is missing) both built-in sets."""
-    em = o.lookup == "em"
-    if o.rule_ipv4 is not None and o.rule_ipv6 is not None:
-        rd = R.read_em if em else R.read_lpm
-        return rd(o.rule_ipv4, False), rd(o.rule_ipv6, True)
-    d = R.default_em if em else R.default_lpm
-    return d(False), d(True)
-
-
-def make_state(tables: Tables, cfg: np.ndarray, eth: np.ndarray):
-    """One lcore's stage state (see :mod:`pktbuf.apps.l3fwd.kernels`)."""
-    return (cfg, tables.lpm4.block, tables.lpm6.block, tables.em4.block, tables.em6.block, eth,
-            np.zeros(64, np.uint8), np.zeros(4, np.int64), np.zeros(4, np.int64))
-
-
-def make_cfg(o: O.Options) -> np.ndarray:
-    cfg = np.zeros(K.CFG_WORDS, np.int64)
-    cfg[K.C_LOOKUP] = K.LOOKUPS.index(o.lookup)
-    cfg[K.C_STRICT] = int(o.ttl_expiry)
-    cfg[K.C_PORTMASK] = o.portmask & ((1 << 63) - 1)
-    return cfg
-
-
-def fill_eth(eth: np.ndarray, o: O.Options, ports) -> None:
-    """``val_eth``: per port the destination MAC (``--eth-dest`` or 02:00:00:00:00:<port>) and
-    the port's own MAC as the source."""
-    for pid in range(eth.shape[0]):
-        eth[pid, :6] = np.frombuffer(o.eth_dest.get(pid, bytes((2, 0, 0, 0, 0, pid))),
-                                     np.uint8)
-    for p in ports:
-        eth[p.port_id, 6:12] = np.frombuffer(bytes(p.mac_addr), np.uint8)
-
-
-def pcap_as_dpdk(dev: str) -> str:
-    """A net_pcap device writes the capture header DPDK's net_pcap writes: snaplen 65535
-    (pktbuf's own default is 262144), unless the device string sets ``snaplen``."""
-    from ...ethdev.api import driver_of
-    name = dev.split(",", 1)[0]
-    try:
-        drv = driver_of(name)
-    except PktbufError:
-        return dev
-    if drv == "net_pcap" and "snaplen=" not in dev:
-        return dev + ",snaplen=" + str(DPDK_PCAP_SNAPLEN)
-    return dev
-
-
-def _supports_ptypes(port) -> bool:
-    """Whether a port classifies packets itself (``rte_eth_dev_get_supported_ptypes``): no
-    pktbuf driver does yet; a driver that does would say so with ``supported_ptypes``."""
-    return bool(getattr(port, "supported_ptypes", ()))
+__all__ = ["main", "run", "make_state", "make_cfg", "Tables", "em4_key", "em6_key",
+           "pcap_as_dpdk", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE"]
 
 
 def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event | None = None,
@@ -168,7 +49,6 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
     status.  ``stop``: an event that ends the run (the signal handlers set it); ``report``:
     with ``--record-core-cycles``, print the cycle line so far when it is set (SIGUSR1),
     then clear it."""
-    import pktbuf
     out = out or sys.stdout
     err = sys.stderr
 
@@ -195,35 +75,23 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
         return EXIT_FAILURE
     lcores = o.lcores()
     stop = stop or threading.Event()
-    pools, ports, runners = [], None, []
+    if len(lcores) > 1:
+        why = L.why_threads(o)
+        if why is None:
+            return L.run_processes(o, v4, v6, say, stop, seconds, report)
+        say(f"L3FWD: lcores {','.join(map(str, lcores))} as threads of one process: {why}")
+    vdevs = [v.replace("{worker}", "0") for v in o.vdevs]
+    bd, runners = None, []
     try:
-        pool = pktbuf.PktmbufPool(max(NB_MBUF, 2048 * len(o.vdevs)), 256)
-        pools.append(pool)
-        ports = pktbuf.Ports(pool)
-        tables = Tables(o.lookup, o.portmask, v4, v6, ipv6_em=o.ipv6)
-        cfg = make_cfg(o)
-        eth = np.zeros((MAX_PORTS, 12), np.uint8)
-        states = [make_state(tables, cfg, eth) for _ in lcores]
-        stages = [Stage(K.l3fwd_stage, st, counters=K.COUNTERS, drop_reasons=K.DROP_REASONS)
-                  for st in states]
-        kinds = kinds_of_devices(o.vdevs)   # the loop serves these port types only
-        stages[0].check(ports, kinds)       # compiled or loaded before any port opens
-        for i, dev in enumerate(o.vdevs):
-            pp = None
-            if o.per_port_pool and i > 0:
-                pp = pktbuf.PktmbufPool(NB_MBUF, 256, domain=pool.domain)
-                pools.append(pp)
-            p = ports.open(pcap_as_dpdk(dev), pool=pp)
-            mac = ":".join(f"{b:02X}" for b in bytes(p.mac_addr))
-            say(f"Initializing port {p.port_id} ... Address:{mac}")
+        bd = Board(o, v4, v6, len(lcores))
+        bd.open(vdevs, say)
+        ports = bd.ports
+        bad = bd.ptype_refusal()
+        if bad is not None:
+            say(f"port {bad} cannot parse packet type, please add --parse-ptype")
+            print("EAL: Error - exit with code: 1\n  Cause: ptype check fails", file=err)
+            return EXIT_FAILURE
         ids = set(ports.ids())
-        if not o.parse_ptype:
-            for port, _, _ in o.config:
-                if port in ids and not _supports_ptypes(ports[port]):
-                    say(f"port {port} cannot parse packet type, please add --parse-ptype")
-                    print("EAL: Error - exit with code: 1\n  Cause: ptype check fails",
-                          file=err)
-                    return EXIT_FAILURE
         for port, queue, _ in o.config:
             if port not in ids:
                 raise Failure(f"port {port} is not present on the board")
@@ -236,11 +104,12 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
                 raise Failure(f"Cannot configure device: port {pid} has "
                               f"{ports[pid].nb_tx_queues} Tx queue(s), {len(lcores)} lcores "
                               "need one each")
-        fill_eth(eth, o, ports)
+        fill_eth(bd.eth, o, ports)
         for i, lc in enumerate(lcores):
             streams = [(p, q, p) for p, q, c in o.config if c == lc]
-            runners.append(StageRunner(ports, stages[i], streams, lcore=i, txq=i, kinds=kinds,
-                                       burst=o.burst, idle_backoff=o.idle_backoff,
+            runners.append(StageRunner(ports, bd.stages[i], streams, lcore=i, txq=i,
+                                       kinds=bd.kinds, burst=o.burst,
+                                       idle_backoff=o.idle_backoff,
                                        record_cycles=o.record_cycles))
         hz = None
         if o.record_cycles:
@@ -266,15 +135,9 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
         print(f"pktbuf l3fwd: {e}", file=err)
         return EXIT_FAILURE
     finally:
-        if ports is not None:
-            for pid in sorted(ports.ids()):
-                ports.close_port(pid)
-                say(f"Closing port {pid}... Done")
-        for p in reversed(pools):
-            try:
-                p.close()
-            except PktbufError:
-                pass
+        if bd is not None:
+            bd.close_ports(say)
+            bd.close_pools()
 
 
 def _forward(runners, stop, seconds, tick=lambda: None) -> int:
@@ -319,11 +182,10 @@ def _summary(say, runners, ports):
             drops[k] = drops.get(k, 0) + v
         for k, v in r.counters().items():
             counters[k] = counters.get(k, 0) + v
-    for pid in ports.ids():
-        c = tot[pid]
-        say(f"port {pid}: rx {int(c[0])} tx {int(c[1])} tx-dropped {int(c[2])} "
-            f"l3fwd-dropped {int(c[F_STAGE_DROP])}")
-    say("l3fwd: " + " ".join(f"{k} {v}" for k, v in {**counters, **drops}.items()))
+    rows = {pid: (int(tot[pid, F_RX]), int(tot[pid, F_TX]), int(tot[pid, F_TX_DROP]),
+                  int(tot[pid, F_STAGE_DROP])) for pid in ports.ids()}
+    for line in summary_lines(rows, counters, drops):
+        say(line)
 
 
 def cycles_line(runners, hz: float) -> str:
@@ -332,7 +194,7 @@ def cycles_line(runners, hz: float) -> str:
     iterations so far, over every lcore, and the TSC's rate."""
     cyc = sum(r.busy_cycles() for r in runners)
     pkts = sum(int(r.cnt[:, F_RX].sum()) for r in runners)
-    return f"L3FWD: busy cycles={cyc} packets={pkts} tsc_hz={int(hz)}"
+    return cycles_text(cyc, pkts, hz)
 
 
 def main(argv=None) -> int:
