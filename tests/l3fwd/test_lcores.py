@@ -162,6 +162,6 @@ def test_killed_lcore_process_is_reported(ns):
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 1
+    assert p.returncode == 1, err
     assert "L3FWD: lcore 2 process: died (exit code -9)" in out and "Closing port 0... Done" in out
     assert not os.path.exists(f"/proc/{pids[0]}")
