@@ -114,8 +114,12 @@ def _fnv_bytes(b):
 
 
 def fnv_tables(blk) -> int:
+    """FNV-1a-64 of tbl24 then tbl8 as an unsigned integer (lpm_ref.c's ``fnv_tables``).  The
+    running hash goes back in as ``np.uint64`` and the result is taken modulo 2^64: a Python
+    int below 2^63 is typed int64, and the hash then comes back signed -- the same bits, a
+    different number (the check failed on the full route set for that alone)."""
     h = _fnv_words(blk.tbl24, np.uint64(0xCBF29CE484222325))
-    return int(_fnv_words(blk.tbl8, h))
+    return int(_fnv_words(blk.tbl8, np.uint64(h))) & 0xFFFFFFFFFFFFFFFF
 
 
 @kernel

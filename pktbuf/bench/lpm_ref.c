@@ -17,6 +17,8 @@
  *                                 from SEED, made outside the timed region; answers cycles per
  *                                 lookup, misses and a check value over every result
  *   delete                        delete every route in order; cycles, counts, FNV afterwards
+ *   dump PATH                     write tbl24 then every tbl8 group, raw 32-bit words, to PATH
+ *                                 (to find where two tables that should be equal differ)
  *   quit
  *
  * The route generator is lpm_perf_autotest's (app/test/test_lpm_perf.c, 22.11) restated: the
@@ -269,9 +271,25 @@ static void cmd_lookup(const char *kind, uint32_t nbatch, uint64_t seed)
 	       (uint64_t)nbatch * BATCH, miss, check);
 }
 
+static void cmd_dump(const char *path)
+{
+	FILE *f;
+	size_t n8 = (size_t)cfg_tbl8s * RTE_LPM_TBL8_GROUP_NUM_ENTRIES;
+
+	if (lpm == NULL || (f = fopen(path, "wb")) == NULL) {
+		printf("{\"type\":\"error\",\"cmd\":\"dump\",\"error\":\"%s\"}\n",
+		       lpm == NULL ? "no table" : strerror(errno));
+		return;
+	}
+	int ok = fwrite(lpm->tbl24, 4, RTE_LPM_TBL24_NUM_ENTRIES, f) == RTE_LPM_TBL24_NUM_ENTRIES
+		 && fwrite(lpm->tbl8, 4, n8, f) == n8;
+	ok = fclose(f) == 0 && ok;
+	printf("{\"type\":\"dump\",\"ok\":%s}\n", ok ? "true" : "false");
+}
+
 int main(int argc, char **argv)
 {
-	char line[256], a[32];
+	char line[256], a[32], path[201];
 	uint64_t x, y, z;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -299,6 +317,8 @@ int main(int argc, char **argv)
 				printf("{\"type\":\"error\",\"cmd\":\"lookup\",\"error\":\"no table\"}\n");
 			else
 				cmd_lookup(a, (uint32_t)x, y);
+		} else if (sscanf(line, "dump %200s", path) == 1) {
+			cmd_dump(path);
 		} else if (strncmp(line, "quit", 4) == 0) {
 			break;
 		} else {
