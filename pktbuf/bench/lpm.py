@@ -33,7 +33,13 @@ import numpy as np
 
 from .._jit import kernel
 from ..net.lpm.api import Lpm
-from ..net.lpm.lpm4 import lpm_add, lpm_delete, lpm_lookup, lpm_lookup_bulk, lpm_lookupx4
+from ..net.lpm.lpm4 import (
+    lpm_add,
+    lpm_delete,
+    lpm_lookup,
+    lpm_lookup_bulk,
+    lpm_lookupx4,
+)
 from .tsc import tsc_begin, tsc_end, tsc_hz
 
 SOURCE = Path(__file__).with_name("lpm_ref.c")
@@ -114,8 +120,12 @@ def _fnv_bytes(b):
 
 
 def fnv_tables(blk) -> int:
+    """FNV-1a-64 of tbl24 then tbl8 as an unsigned integer (lpm_ref.c's ``fnv_tables``).  The
+    running hash goes back in as ``np.uint64`` and the result is taken modulo 2^64: a Python
+    int below 2^63 is typed int64, and the hash then comes back signed -- the same bits, a
+    different number (the check failed on the full route set for that alone)."""
     h = _fnv_words(blk.tbl24, np.uint64(0xCBF29CE484222325))
-    return int(_fnv_words(blk.tbl8, h))
+    return int(_fnv_words(blk.tbl8, np.uint64(h))) & 0xFFFFFFFFFFFFFFFF
 
 
 @kernel
@@ -165,39 +175,90 @@ def _splitmix(s):
     return s, z ^ (z >> np.uint64(31))
 
 
-@kernel(literal=("kind",))
-def lookup_loop(blk, kind, nbatch, seed, ips, hops):
-    """``nbatch`` timed batches of 4096 lookups (kind 0 single, 1 bulk, 2 x4), addresses from
-    splitmix64(seed); ``(cycles, misses, check)`` -- as lpm_ref.c's ``lookup``."""
+@kernel
+def _fill(s, ips):
+    """The next batch of addresses from splitmix64 state ``s``; returns the new state."""
+    for i in range(BATCH):
+        s, z = _splitmix(s)
+        ips[i] = np.uint32(z & np.uint64(0xFFFFFFFF))
+    return s
+
+
+@kernel
+def _check(hops, check, miss, raw):
+    """Fold a batch's results into the check value; count misses (``raw``: bulk's raw entries,
+    a miss lacks bit 24; otherwise a miss is 0xFFFFFFFF)."""
+    prime = np.uint64(1099511628211)
+    for i in range(BATCH):
+        h = hops[i]
+        check = check * prime + np.uint64(h)
+        if raw:
+            miss += (h & 0x01000000) == 0
+        else:
+            miss += h == 0xFFFFFFFF
+    return check, miss
+
+
+# One kernel per kind, as lpm_ref.c has one function per kind: each timed loop is compiled on
+# its own, so the other kinds' loops take no registers from it (one function with all three
+# kept the address and result pointers on the stack, re-read every lookup).
+
+@kernel
+def _lookups_single(blk, nbatch, seed, ips, hops):
     s = np.uint64(seed)
     cyc = np.uint64(0)
     check = np.uint64(0)
     miss = 0
-    prime = np.uint64(1099511628211)
     for _ in range(nbatch):
-        for i in range(BATCH):
-            s, z = _splitmix(s)
-            ips[i] = np.uint32(z & np.uint64(0xFFFFFFFF))
+        s = _fill(s, ips)
         t0 = tsc_begin()
-        if kind == 0:
-            for i in range(BATCH):
-                r = lpm_lookup(blk, ips[i])
-                hops[i] = r if r >= 0 else 0xFFFFFFFF
-        elif kind == 1:
-            for i in range(0, BATCH, BULK):
-                lpm_lookup_bulk(blk, ips[i:i + BULK], hops[i:i + BULK], BULK)
-        else:
-            for i in range(0, BATCH, 4):
-                lpm_lookupx4(blk, ips[i:i + 4], hops[i:i + 4], 0xFFFFFFFF)
-        cyc += tsc_end() - t0
         for i in range(BATCH):
-            h = hops[i]
-            check = check * prime + np.uint64(h)
-            if kind == 1:
-                miss += (h & 0x01000000) == 0
-            else:
-                miss += h == 0xFFFFFFFF
+            r = lpm_lookup(blk, ips[i])
+            hops[i] = r if r >= 0 else 0xFFFFFFFF
+        cyc += tsc_end() - t0
+        check, miss = _check(hops, check, miss, False)
     return cyc, miss, check
+
+
+@kernel
+def _lookups_bulk(blk, nbatch, seed, ips, hops):
+    s = np.uint64(seed)
+    cyc = np.uint64(0)
+    check = np.uint64(0)
+    miss = 0
+    for _ in range(nbatch):
+        s = _fill(s, ips)
+        t0 = tsc_begin()
+        for i in range(0, BATCH, BULK):
+            lpm_lookup_bulk(blk, ips[i:i + BULK], hops[i:i + BULK], BULK)
+        cyc += tsc_end() - t0
+        check, miss = _check(hops, check, miss, True)
+    return cyc, miss, check
+
+
+@kernel
+def _lookups_x4(blk, nbatch, seed, ips, hops):
+    s = np.uint64(seed)
+    cyc = np.uint64(0)
+    check = np.uint64(0)
+    miss = 0
+    for _ in range(nbatch):
+        s = _fill(s, ips)
+        t0 = tsc_begin()
+        for i in range(0, BATCH, 4):
+            lpm_lookupx4(blk, ips[i:i + 4], hops[i:i + 4], 0xFFFFFFFF)
+        cyc += tsc_end() - t0
+        check, miss = _check(hops, check, miss, False)
+    return cyc, miss, check
+
+
+_LOOPS = (_lookups_single, _lookups_bulk, _lookups_x4)
+
+
+def lookup_loop(blk, kind, nbatch, seed, ips, hops):
+    """``nbatch`` timed batches of 4096 lookups (kind 0 single, 1 bulk, 2 x4), addresses from
+    splitmix64(seed); ``(cycles, misses, check)`` -- as lpm_ref.c's ``lookup``."""
+    return _LOOPS[kind](blk, nbatch, seed, ips, hops)
 
 
 KINDS = {"single": 0, "bulk": 1, "x4": 2}
@@ -318,7 +379,7 @@ def run(quick: bool = False, dpdk: bool = True, reps: int | None = None,
 
 
 def print_report(res: dict, out=None) -> None:
-    p = lambda s="": print(s, file=out or sys.stdout)   # noqa: E731
+    p = lambda s="": print(s, file=out or sys.stdout)
     m = res["method"]
     p(f"\nIPv4 LPM (DIR-24-8), lpm_perf_autotest routes: {m['routes']} routes (every "
       f"{m['stride']}th), max_rules {m['max_rules']}, {m['number_tbl8s']} tbl8 groups; "

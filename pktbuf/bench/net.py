@@ -10,6 +10,8 @@ reports):
 
 * IPv4 LPM (:mod:`pktbuf.bench.lpm`): lpm_perf_autotest's routes and configuration, random
   addresses: cycles per lookup (single, bulk, x4), per add and per delete, table memory;
+* IPv6 LPM (:mod:`pktbuf.bench.lpm6`): lpm6_perf_autotest's 1000 rules and 100,000 addresses
+  against ``rte_lpm6``: cycles per lookup (single, bulk), per add and per delete;
 * the exact-match table (:mod:`pktbuf.bench.hash`): ``lookup_bulk`` over 16-byte keys, 50 %
   hits, bursts of 32, against ``rte_hash_lookup_bulk`` with the lock-free-reader flag;
 * packet types and the IPv4 checksum verify (:mod:`pktbuf.bench.net_ptype`): a 64 B UDP burst
@@ -43,6 +45,21 @@ def _lpm_rows(r: dict) -> list[dict]:
                      "pktbuf": mem["resident"] / 2**20, "dpdk": mem["dpdk_reserved"] / 2**20,
                      "ratio": mem["resident"] / mem["dpdk_reserved"], "target": 1.1,
                      "dpdk_status": d.get("status")})
+    return rows
+
+
+def _lpm6_rows(r: dict) -> list[dict]:
+    rows = []
+    d = r.get("dpdk", {})
+    for k, what, target in (("single", "LPM6 lookup, single", 1.0),
+                            ("bulk", "LPM6 lookup, bulk", 1.0),
+                            ("add", "LPM6 add, per rule", None),
+                            ("delete", "LPM6 delete, per rule", None)):
+        p = r["pktbuf"].get(k)
+        g = r.get("dpdk_figures", {}).get(k)
+        rows.append({"case": what, "unit": "cycles", "pktbuf": p and p["median"],
+                     "dpdk": g and g["median"], "ratio": r["ratios"].get(k),
+                     "target": target, "dpdk_status": d.get("status")})
     return rows
 
 
@@ -92,6 +109,9 @@ def run(quick: bool = False, dpdk: bool = True) -> dict:
     parts, rows = {}, []
     parts["lpm"] = L.run(quick=quick, dpdk=dpdk)
     rows += _lpm_rows(parts["lpm"])
+    from . import lpm6 as L6
+    parts["lpm6"] = L6.run(quick=quick, dpdk=dpdk)
+    rows += _lpm6_rows(parts["lpm6"])
     parts["hash"] = H.run(quick=quick, dpdk=dpdk)
     rows += _hash_rows(parts["hash"])
     from . import net_ptype as P
@@ -101,12 +121,12 @@ def run(quick: bool = False, dpdk: bool = True) -> dict:
 
 
 def print_targets(res: dict, out=None) -> None:
-    p = lambda s="": print(s, file=out or sys.stdout)   # noqa: E731
+    p = lambda s="": print(s, file=out or sys.stdout)
     p("\npacket libraries against DPDK 22.11, same run (ratio = pktbuf / DPDK; below 1 pktbuf "
       "is faster or smaller)")
     p(f"{'case':<78} {'pktbuf':>10} {'DPDK':>10} {'ratio':>7} {'target':>7}")
     for r in res["rows"]:
-        fmt = lambda v: f"{v:10.1f}" if isinstance(v, (int, float)) else f"{'-':>10}"  # noqa
+        fmt = lambda v: f"{v:10.1f}" if isinstance(v, (int, float)) else f"{'-':>10}"
         ratio = f"{r['ratio']:7.3f}" if r["ratio"] is not None else \
             f"{'failed' if r['dpdk_status'] not in (None, 'ok') else '-':>7}"
         tgt = f"<= {r['target']}" if r["target"] is not None else ""
@@ -124,6 +144,8 @@ def main(argv=None) -> int:
     from . import hash as H
     from . import lpm as L
     L.print_report(res["parts"]["lpm"])
+    from . import lpm6 as L6
+    L6.print_report(res["parts"]["lpm6"])
     H.print_table(res["parts"]["hash"])
     from . import net_ptype as P
     P.print_table(res["parts"]["ptype"])

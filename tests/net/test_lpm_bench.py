@@ -39,3 +39,24 @@ def test_quick_run_same_results_as_dpdk():
         assert res["ratios"][k] > 0
     m = res["memory"]
     assert 0 < m["resident"] <= m["reserved"] and m["groups_used"] > 0
+
+
+def _fnv_py(words):
+    h = 0xCBF29CE484222325
+    for w in map(int, words):
+        for k in range(4):
+            h = ((h ^ ((w >> (8 * k)) & 0xFF)) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+@pytest.mark.parametrize("n24", range(1, 7))
+def test_table_fnv_is_unsigned_and_matches_fnv1a(n24):
+    """fnv_tables as lpm_ref.c computes it: unsigned, whatever the top bit of the running hash
+    between tbl24 and tbl8 (a signed result once failed the full-route-set comparison)."""
+    import numpy as np
+
+    class T:
+        tbl24 = np.arange(n24, dtype=np.uint32) * np.uint32(0x01000001)
+        tbl8 = np.array([0x03000007, 5], np.uint32)
+    got = B.fnv_tables(T)
+    assert got == _fnv_py(list(T.tbl24) + list(T.tbl8))

@@ -24,22 +24,55 @@ and reused -- is closed by a counter of freed groups (``meta[M_FREE_EPOCH]``): t
 it before it touches a freed group, and a lookup that reaches tbl8 re-reads the tbl24 entry and
 the group entry between two reads of the counter, retrying if it moved (bulk lookups run their
 whole loop between two reads).  Lookups that stop at tbl24 read nothing more than DPDK's.
+
+The three lookups are inlined into every caller at the LLVM level (:func:`~pktbuf._jit.always_inline`),
+as DPDK's are ``static inline`` in ``rte_lpm.h``: out of line, a call passes each array as seven
+words on the stack and re-reads the table's pointers, which cost ``lpm_lookupx4`` more than its
+four lookups.  The tbl8 retry path stays out of line.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
-from ...atomics import (fence_acquire, fence_release, load_acquire, load_relaxed, store_relaxed,
-                        store_release)
+from ..._jit import always_inline, kernel, never_inline
+from ...atomics import (
+    fence_acquire,
+    fence_release,
+    load_acquire,
+    load_relaxed,
+    store_relaxed,
+    store_release,
+)
 from ...errors import E_INVAL, E_NOENT, E_NOSPC
-from .layout import (DEPTH_SHIFT, GROUP_ENTRIES, M_DEPTH0, M_FREE_EPOCH, M_FREE_HINT,
-                     M_MAX_RULES, M_NTBL8, M_NWORDS, M_RCAP, M_TBL8_USED, M_USED_RULES, NH_MASK,
-                     VALID, VALID_EXT, VALID_GROUP)
-from .rules import KEY4_MASK, rule4_find, rule4_insert, rule4_remove
+from .layout import (
+    DEPTH_SHIFT,
+    GROUP_ENTRIES,
+    M_DEPTH0,
+    M_FREE_EPOCH,
+    M_FREE_HINT,
+    M_MAX_RULES,
+    M_NTBL8,
+    M_NWORDS,
+    M_RCAP,
+    M_TBL8_USED,
+    M_USED_RULES,
+    NH_MASK,
+    VALID,
+    VALID_EXT,
+    VALID_GROUP,
+)
+from .rules import rule4_find, rule4_insert, rule4_remove
 
-__all__ = ["lpm_add", "lpm_add_bulk", "lpm_delete", "lpm_is_rule_present", "lpm_delete_all", "lpm_lookup",
-           "lpm_lookup_bulk", "lpm_lookupx4"]
+__all__ = [
+    "lpm_add",
+    "lpm_add_bulk",
+    "lpm_delete",
+    "lpm_delete_all",
+    "lpm_is_rule_present",
+    "lpm_lookup",
+    "lpm_lookup_bulk",
+    "lpm_lookupx4",
+]
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -51,12 +84,13 @@ def _mask(depth):
 
 # --- lookups: the hot path ----------------------------------------------------------------
 
+@never_inline
 @kernel
 def _tbl8_read(lpm, ip):
     """The entry of ``ip`` once its tbl24 entry was a group pointer: tbl24 and the group read
     again between two acquire reads of the free counter, until no group was freed meanwhile
-    (so the group read is the one tbl24 pointed to).  Not inlined: the rare path stays out of
-    the callers' loops."""
+    (so the group read is the one tbl24 pointed to).  Never inlined (:func:`never_inline`): the
+    rare path stays out of the callers' loops."""
     m = lpm.meta
     t24 = lpm.tbl24
     t8 = lpm.tbl8
@@ -71,6 +105,7 @@ def _tbl8_read(lpm, ip):
             return f
 
 
+@always_inline
 @kernel
 def lpm_lookup(lpm, ip):
     """Next hop of ``ip`` (an IPv4 address as an integer, host order): ``>= 0`` on a hit,
@@ -84,6 +119,7 @@ def lpm_lookup(lpm, ip):
     return E_NOENT
 
 
+@always_inline
 @kernel
 def lpm_lookup_bulk(lpm, ips, next_hops, n):
     """``rte_lpm_lookup_bulk``: ``next_hops[i]`` = the raw 32-bit entry found for ``ips[i]``
@@ -109,6 +145,7 @@ def lpm_lookup_bulk(lpm, ips, next_hops, n):
             return 0
 
 
+@always_inline
 @kernel
 def lpm_lookupx4(lpm, ips, hop, defv):
     """``rte_lpm_lookupx4``: the next hops of ``ips[0:4]`` into ``hop[0:4]``, ``defv`` for a
@@ -205,8 +242,7 @@ def _tbl8_free(lpm, g):
     lpm.used8[w] &= ~(np.uint64(1) << np.uint64(g & 63))
     m = lpm.meta
     m[M_TBL8_USED] -= 1
-    if w < m[M_FREE_HINT]:
-        m[M_FREE_HINT] = w
+    m[M_FREE_HINT] = min(m[M_FREE_HINT], w)
 
 
 # --- add ----------------------------------------------------------------------------------
