@@ -118,7 +118,7 @@ def rx_split(dom, q, lcore, out, n):
             m0 = mb[q.slot_mb[hd]]
             hv = addr_view(np.int64(m0.buf_addr) + np.int64(m0.data_off) - hdr + 10, 2, np.uint8)
             nb = np.int64(load_relaxed(hv, 0)) | (np.int64(load_relaxed(hv, 1)) << 8)
-            if nb == 0 or nb > q.st[QS_INFLIGHT]:
+            if nb == 0 or nb > q.st[QS_INFLIGHT] - j:
                 queue_fail(q, V_NUM_BUFFERS, nb)
                 break
             if nb > cnt - j:
