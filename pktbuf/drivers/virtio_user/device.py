@@ -264,6 +264,7 @@ class VirtioUserDevice:
                        ack=True)
 
     def _disconnect(self, sock, why: str, stop_rings: bool = False) -> None:
+        self.reason = why             # before the link reads down
         self.up = False
         for q in self.vq:
             queue_down(q.st, _DRAIN_US)
@@ -290,7 +291,6 @@ class VirtioUserDevice:
             self._mem.close()
             self._mem = None
         self.features = self.protocol = 0
-        self.reason = why
 
     def datapath_fault(self) -> str | None:
         for i, q in enumerate(self.vq):

@@ -14,8 +14,8 @@ import numpy as np
 from ..._jit import kernel
 from ...atomics import fence, load_acquire, load_relaxed, store_release
 from ...rawmem import addr_view
-from ..vhost._sys import eventfd_signal
 from ..vhost.layout import A16_IDX, IDX_MASK, USED_F_NO_NOTIFY, U16_FLAGS, U16_IDX
+from ..vhost.vring import eventfd_signal      # the kick: the same write as vhost's call
 from .layout import (Q_AVAIL, Q_DESC, Q_KICKFD, Q_N, Q_USED, QS_FREE, QS_INFLIGHT, QS_KICKS,
                      QS_USED_SEEN, V_USED_IDX)
 from ..common.gate import queue_fail
