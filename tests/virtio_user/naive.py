@@ -22,6 +22,16 @@ def tx_reclaim(outstanding: dict, entries: list, delta: int):
     return 0, back
 
 
+def tx_reclaim_in_order(outstanding: list, delta: int):
+    """IN_ORDER: the used index alone says how many of the oldest chains are done (the ids
+    are not read).  ``outstanding``: packets in the order posted."""
+    if delta > len(outstanding):
+        return V_USED_IDX, []
+    back = outstanding[:delta]
+    del outstanding[:delta]
+    return 0, back
+
+
 def rx_harvest(posted: dict, entries: list, delta: int, nbufs: dict, mrg: bool, n: int):
     """``posted``: id -> capacity of the buffers the back end holds; ``nbufs``: id ->
     num_buffers the back end wrote into that buffer's header.  Returns ``(violation or 0,

@@ -73,16 +73,17 @@ def pools():
 
 
 
-@pytest.mark.parametrize("mrg", [True, False])
-def test_byte_exact_both_ways_with_chains(tmp_path, pools, mrg):
+@pytest.mark.parametrize("mrg,in_order", [(True, True), (False, True), (True, False)])
+def test_byte_exact_both_ways_with_chains(tmp_path, pools, mrg, in_order):
     pa, pb = pools
     path = str(tmp_path / "s")
     be = VhostPort(path, pb)
-    fe = VirtioUserPort(path, pa, mrg_rxbuf=mrg)
+    fe = VirtioUserPort(path, pa, mrg_rxbuf=mrg, in_order=in_order)
     try:
         assert fe.wait_link_up(20) and be.wait_link_up(20), (fe.disconnect_reason,
                                                              be.disconnect_reason)
         assert bool(fe.features >> P.VIRTIO_NET_F_MRG_RXBUF & 1) == mrg
+        assert bool(fe.features >> P.VIRTIO_F_IN_ORDER & 1) == in_order
         # front end -> back end: 1..3 mbufs per packet, up to 6000 bytes
         fs = _frames(120, 1)
         assert _move(fe, [_pkt(pa, f, 1 + i % 3) for i, f in enumerate(fs)], be, pb) == fs

@@ -247,7 +247,8 @@ class VirtioUserDevice:
             desc, avail, used, hdrs = mem.ring(i)
             queue_configure(q, desc=desc, avail=avail, used=used, num=self.num, hdrs=hdrs,
                             regions=[(a, s) for a, s, _ in regions], hdr=hdr, mrg=mrg,
-                            kickfd=kick, pool_id=self.pool.id, port=self.port_id, vring=i)
+                            kickfd=kick, pool_id=self.pool.id, port=self.port_id, vring=i,
+                            in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1))
             # the driver never wants calls: it polls (avail flags NO_INTERRUPT)
             mem.region.array[avail - mem.region.address] = 1
             if i % 2 == 0:

@@ -33,6 +33,7 @@ Q_NREG = 10              # regions of the memory table (for the Tx check)
 Q_HDRS = 11              # Tx: host address of the header slots (16 bytes per descriptor)
 Q_VRING = 12
 Q_RX_BATCH = 13          # Rx: refill once this many descriptors are free
+Q_IN_ORDER = 14          # IN_ORDER negotiated: Tx chains come back in the order posted
 Q_WORDS = 16
 
 # status words (st); QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL are the burst gate's
@@ -40,6 +41,7 @@ QS_AVAIL_IDX = 2         # next avail index this side publishes (free-running u1
 QS_USED_SEEN = 3         # next used index this side reads
 QS_FREE = 4              # free descriptors (the top of ``free``)
 QS_INFLIGHT = 5          # chains (Tx) / buffers (Rx) the back end holds
+QS_NEXT_DESC = 6         # Tx with IN_ORDER: the next descriptor (chains are consecutive)
 QS_PACKETS = 16
 QS_BYTES = 17
 QS_MISSED = 18           # Tx: packets not taken (ring full)
@@ -77,6 +79,7 @@ VIRTIO_USER_QUEUE = Layout("virtio_user_queue", [
     ("dnext", np.int32, MAX_QUEUE_SIZE),          # Tx: private next links of a chain
     ("free", np.int32, MAX_QUEUE_SIZE),           # free descriptor stack
     ("scr_mb", np.int32, MAX_QUEUE_SIZE),         # scratch: bulk alloc / free
+    ("order", np.int32, MAX_QUEUE_SIZE),          # Tx: the head posted at avail slot s
 ])
 """State of one vring of a virtio-user port, passed to
 :func:`~pktbuf.drivers.virtio_user.rx.virtio_user_rx_burst` /

@@ -12,9 +12,11 @@ import numpy as np
 from ..._jit import kernel
 from ...buf.mbuf.free import pktmbuf_free
 from ..common.gate import queue_down, queue_up  # noqa: F401
-from .layout import (MAX_QUEUE_SIZE, Q_AVAIL, Q_DESC, Q_HDR, Q_HDRS, Q_KICKFD, Q_MASK, Q_MRG,
+from .layout import (MAX_QUEUE_SIZE, Q_AVAIL, Q_DESC, Q_HDR, Q_HDRS, Q_IN_ORDER, Q_KICKFD,
+                     Q_MASK, Q_MRG,
                      Q_N, Q_NREG, Q_POOL, Q_PORT, Q_RX_BATCH, Q_USED, Q_VRING, QS_AVAIL_IDX,
-                     QS_ERR, QS_ERR_VAL, QS_FREE, QS_INFLIGHT, QS_USED_SEEN, VIRTIO_USER_QUEUE)
+                     QS_ERR, QS_ERR_VAL, QS_FREE, QS_INFLIGHT, QS_NEXT_DESC, QS_USED_SEEN,
+                     VIRTIO_USER_QUEUE)
 
 __all__ = ["queue_alloc", "queue_configure", "queue_release", "queue_down", "queue_up"]
 
@@ -43,7 +45,7 @@ def queue_release(dom, q):
 
 def queue_configure(q, *, desc: int, avail: int, used: int, num: int, hdrs: int, regions,
                     hdr: int, mrg: bool, kickfd: int, pool_id: int, port: int,
-                    vring: int) -> None:
+                    vring: int, in_order: bool = False) -> None:
     """Point a down, empty queue at fresh rings: every descriptor free, indices 0."""
     if not 1 <= num <= MAX_QUEUE_SIZE or num & (num - 1):
         raise ValueError(f"ring size {num}")
@@ -55,6 +57,7 @@ def queue_configure(q, *, desc: int, avail: int, used: int, num: int, hdrs: int,
     c[Q_HDR], c[Q_MRG], c[Q_KICKFD] = hdr, int(mrg), kickfd
     c[Q_POOL], c[Q_PORT], c[Q_VRING] = pool_id, port, vring
     c[Q_RX_BATCH] = max(1, min(32, num // 4))
+    c[Q_IN_ORDER] = int(in_order)
     q.regions[:] = 0
     for i, (addr, size) in enumerate(regions):
         q.regions[i] = (addr, size)
@@ -64,6 +67,7 @@ def queue_configure(q, *, desc: int, avail: int, used: int, num: int, hdrs: int,
     st[QS_FREE] = num
     st[QS_INFLIGHT] = 0
     st[QS_AVAIL_IDX] = 0
+    st[QS_NEXT_DESC] = 0
     st[QS_USED_SEEN] = 0
     st[QS_ERR] = 0
     st[QS_ERR_VAL] = 0

@@ -29,8 +29,10 @@ from ...buf.mbuf.layout import F_NOT_DIRECT, NULL
 from ...rawmem import addr_view
 from ..common.gate import queue_enter, queue_fail, queue_leave
 from ..vhost.layout import A16_RING, DESC_F_NEXT, IDX_MASK
-from .layout import (Q_HDR, Q_HDRS, Q_MASK, Q_N, Q_NREG, QS_AVAIL_IDX, QS_BURSTS, QS_BYTES,
-                     QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_MISSED, QS_PACKETS, QS_USED_SEEN,
+from .layout import (Q_HDR, Q_HDRS, Q_IN_ORDER, Q_MASK, Q_N, Q_NREG, QS_AVAIL_IDX, QS_BURSTS,
+                     QS_BYTES,
+                     QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_MISSED, QS_NEXT_DESC, QS_PACKETS,
+                     QS_USED_SEEN,
                      V_USED_ID)
 from .vring import (avail_view, desc_pop, desc_push, desc_view, publish_avail, put_desc,
                     used_pending, used_view16, used_view32)
@@ -48,11 +50,14 @@ def tx_reclaim(dom, q, lcore):
     n = q.cfg[Q_N]
     mask = q.cfg[Q_MASK]
     seen = q.st[QS_USED_SEEN]
+    inorder = q.cfg[Q_IN_ORDER] != 0
     k = 0
     bad = False
     for j in range(cnt):
         s = (seen + j) & mask
-        hd = np.int64(load_relaxed(u32, 1 + 2 * s))
+        # IN_ORDER: the used index alone says how many chains are done (a device may write one
+        # entry for a batch and skip the rest, virtio 1.1 §2.6.9); the heads are ours
+        hd = np.int64(q.order[s]) if inorder else np.int64(load_relaxed(u32, 1 + 2 * s))
         if hd >= n or q.slot_mb[hd] < 0:
             queue_fail(q, V_USED_ID, hd)
             bad = True
@@ -60,6 +65,9 @@ def tx_reclaim(dom, q, lcore):
         q.scr_mb[k] = q.slot_mb[hd]
         q.slot_mb[hd] = -1
         k += 1
+        if inorder:                  # descriptors were taken in table order: give them back
+            q.st[QS_FREE] += q.chain_len[hd]
+            continue
         i = hd
         for _ in range(q.chain_len[hd]):
             nx = q.dnext[i]
@@ -70,6 +78,18 @@ def tx_reclaim(dom, q, lcore):
     if k > 0:
         pktmbuf_free_bulk(dom, lcore, q.scr_mb, k)
     return -1 if bad else k
+
+
+@kernel(inline="always")
+def tx_desc(q, inorder):
+    """A free descriptor: with IN_ORDER the next one in table order (a chain's descriptors
+    must be consecutive then, virtio 1.1 §2.6.9), else the top of the free stack."""
+    if inorder:
+        i = q.st[QS_NEXT_DESC]
+        q.st[QS_NEXT_DESC] = (i + 1) & q.cfg[Q_MASK]
+        q.st[QS_FREE] -= 1
+        return np.int64(i)
+    return desc_pop(q)
 
 
 @kernel(inline="always")
@@ -92,6 +112,7 @@ def tx_split(dom, q, lcore, pkts, n):
     mask = q.cfg[Q_MASK]
     hdr = q.cfg[Q_HDR]
     hdrs = q.cfg[Q_HDRS]
+    inorder = q.cfg[Q_IN_ORDER] != 0
     aidx = q.st[QS_AVAIL_IDX]
     sent = 0
     posted = 0
@@ -126,7 +147,7 @@ def tx_split(dom, q, lcore, pkts, n):
             q.st[QS_ERRORS] += 1
             sent += 1
             continue
-        head = desc_pop(q)
+        head = tx_desc(q, inorder)
         if push:
             a = np.int64(m.buf_addr) + np.int64(m.data_off) - hdr
             z = addr_view(a, hdr, np.uint8)
@@ -143,7 +164,7 @@ def tx_split(dom, q, lcore, pkts, n):
             seg = h
             while seg != NULL:
                 s = mb[seg]
-                i = desc_pop(q)
+                i = tx_desc(q, inorder)
                 q.dnext[prev] = i
                 if prev == head:
                     put_desc(d64, head, hdrs + 16 * head, hdr, DESC_F_NEXT, i)
@@ -157,6 +178,7 @@ def tx_split(dom, q, lcore, pkts, n):
         q.chain_len[head] = need
         q.slot_mb[head] = h
         av[A16_RING + ((aidx + posted) & mask)] = np.uint16(head)
+        q.order[(aidx + posted) & mask] = head
         posted += 1
         sent += 1
         nbytes += np.int64(m.pkt_len)

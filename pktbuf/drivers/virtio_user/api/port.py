@@ -33,7 +33,7 @@ MAX_QUEUE_PAIRS = 8
 
 class VirtioUserPort(Port):
     """A virtio-user front end as a port: ``VirtioUserPort(path, pool, server=False,
-    queues=1, queue_size=256, mrg_rxbuf=True)``."""
+    queues=1, queue_size=256, mrg_rxbuf=True, in_order=True)``."""
 
     driver = "net_virtio_user"
     kind = K_VIRTIO_USER
@@ -42,7 +42,7 @@ class VirtioUserPort(Port):
     _tx_kernel = virtio_user_tx_burst
 
     def __init__(self, path: str, pool, *, server: bool = False, queues: int = 1,
-                 queue_size: int = 256, mrg_rxbuf: bool = True, in_order: bool = False,
+                 queue_size: int = 256, mrg_rxbuf: bool = True, in_order: bool = True,
                  packed_vq: bool = False, name: str = "net_virtio_user0", port_id: int = 0,
                  mac: bytes | None = None):
         if not isinstance(path, str) or not path or "\0" in path or len(path.encode()) > 107:
@@ -64,8 +64,6 @@ class VirtioUserPort(Port):
         if packed_vq:
             raise InvalidArgument("net_virtio_user: packed_vq=1 is not supported yet "
                                   "(split rings only)")
-        if in_order:
-            raise InvalidArgument("net_virtio_user: in_order=1 is not supported yet")
         super().__init__(name, port_id, pool)
         if int(pool.headroom) < 12:
             raise InvalidArgument("the pool's mbufs need at least 12 bytes of headroom "
@@ -96,7 +94,7 @@ class VirtioUserPort(Port):
                    queues=queues, queue_size=arg_int(d, args, "queue_size", 256, 2,
                                                      MAX_QUEUE_SIZE),
                    mrg_rxbuf=arg_bool(d, args, "mrg_rxbuf", True),
-                   in_order=arg_bool(d, args, "in_order", False),
+                   in_order=arg_bool(d, args, "in_order", True),
                    packed_vq=arg_bool(d, args, "packed_vq", False), name=name, port_id=port_id)
 
     # -- the port model --------------------------------------------------------------------
