@@ -151,3 +151,78 @@ def test_testpmd_quitting_takes_the_link_down_and_mbufs_come_back(peer):
     while pool.in_use_count and time.monotonic() < end:
         time.sleep(0.05)
     assert pool.in_use_count == 0
+
+
+def _testpmd_vhost(sock, extra="", app_extra=(), fwd="txonly"):
+    tp = T.Testpmd(vdevs=[f"net_vhost0,iface={sock}{extra}"], fwd=fwd, mem=512, mbufs=16384,
+                   app_extra=list(app_extra))
+    tp.start()
+    return tp
+
+
+def _drain_q(port, pool, queue, seconds):
+    got, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        hs = port.rx_burst(32, queue)
+        got += len(hs)
+        pool.free_bulk(hs)
+    return got
+
+
+def test_two_queue_pairs_against_testpmd(tmp_path):
+    """queues=2 on both sides: testpmd's txonly streams on both pairs reach both Rx queues."""
+    sock = str(tmp_path / f"vumq{os.getpid()}.sock")
+    pool = pktbuf.PktmbufPool(8192)
+    tp = _testpmd_vhost(sock, ",queues=2", ["--rxq=2", "--txq=2"])
+    port = None
+    try:
+        end = time.monotonic() + 60
+        while not os.path.exists(sock) and time.monotonic() < end and tp.alive():
+            time.sleep(0.1)
+        port = VirtioUserPort(sock, pool, queues=2)
+        assert port.wait_link_up(60), (port.disconnect_reason, tp.log()[-3000:])
+        assert tp.wait_log(r"testpmd>", 60)
+        _forward(tp, "txonly")
+        got = [0, 0]
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            for q in (0, 1):
+                got[q] += _drain_q(port, pool, q, 0.05)
+        tp.stop_forwarding()
+        assert min(got) > 500, got
+    finally:
+        tp.cleanup()
+        if port is not None:
+            port.close()
+    assert pool.in_use_count == 0
+    pool.close()
+
+
+def test_server_mode_with_testpmd_reconnecting(tmp_path):
+    """pktbuf ``server=1`` against testpmd ``client=1``: traffic; testpmd replaced by a new
+    one (its vhost client connects again, pktbuf replays the setup); traffic again."""
+    sock = str(tmp_path / f"vusv{os.getpid()}.sock")
+    pool = pktbuf.PktmbufPool(8192)
+    port = VirtioUserPort(sock, pool, server=True)
+    tp = None
+    try:
+        for k in range(2):
+            tp = _testpmd_vhost(sock, ",client=1")
+            assert port.wait_link_up(90), (port.disconnect_reason, tp.log()[-3000:])
+            assert tp.wait_log(r"testpmd>", 60), tp.log()[-2000:]
+            _forward(tp, "txonly")
+            assert _drain_q(port, pool, 0, 2) > 1000
+            tp.cleanup()
+            end = time.monotonic() + 20
+            while port.link_up and time.monotonic() < end:
+                time.sleep(0.05)
+            assert not port.link_up and "closed" in port.disconnect_reason
+            assert pool.in_use_count == 0
+            tp = None
+        assert port.connects == 2
+    finally:
+        if tp is not None:
+            tp.cleanup()
+        port.close()
+    assert pool.in_use_count == 0
+    pool.close()
