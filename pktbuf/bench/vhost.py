@@ -9,7 +9,9 @@ the receiving side's packet rate, whose median is the run's figure (pktbuf: the 
 * ``64 B one way`` / ``1500 B one way``: a ``txonly`` sender on ``net_virtio_user`` into an
   ``rxonly`` receiver on ``net_vhost`` -- pktbuf -> pktbuf against testpmd -> testpmd;
 * ``vhost io``: the device side forwarding ``io`` (every frame sent back) with a testpmd
-  ``net_virtio_user`` ``txonly`` peer -- pktbuf's ``net_vhost`` against testpmd's.
+  ``net_virtio_user`` ``txonly`` peer -- pktbuf's ``net_vhost`` against testpmd's;
+* (``--case fe64`` / ``fe1500``, for attribution, no target) the senders only: pktbuf's
+  ``net_virtio_user`` and testpmd's, each into a testpmd ``net_vhost`` ``rxonly`` receiver.
 
 A round's ratio is pktbuf's figure over testpmd's; the table gives the median over rounds.
 Figures taken on a machine shared with other work are noisy: say so when quoting them.
@@ -33,7 +35,11 @@ from ..errors import cli_number
 TESTPMD = os.environ.get("PKTBUF_TESTPMD", "dpdk-testpmd")
 CASES = {"64": ("64 B one way, virtio_user -> vhost", 64, "oneway", 1.3),
          "1500": ("1500 B one way, virtio_user -> vhost", 1500, "oneway", 1.0),
-         "io": ("vhost io, testpmd virtio_user peer", 64, "io", 1.0)}
+         "io": ("vhost io, testpmd virtio_user peer", 64, "io", 1.0),
+         # attribution (no target): the same sender sides into one testpmd net_vhost rxonly
+         "fe64": ("64 B virtio_user -> testpmd vhost", 64, "fe", None),
+         "fe1500": ("1500 B virtio_user -> testpmd vhost", 1500, "fe", None)}
+DEFAULT = ("64", "1500", "io")
 _seq = 0
 
 
@@ -144,6 +150,18 @@ def run_case(kind: str, size: int, side: str, warmup: int, samples: int, work: s
             procs.append(_Proc(_testpmd_argv(f"net_virtio_user0,path={sock},queues=1",
                                              "txonly", size, "0@1,1@1"),
                                os.path.join(work, "tx.log")))
+        elif kind == "fe":         # the sender differs, the receiver is testpmd's vhost
+            rx = _Proc(_testpmd_argv(f"net_vhost0,iface={sock},queues=1", "rxonly", size,
+                                     "0@0,1@0"), os.path.join(work, "rx.log"))
+            procs.append(rx)
+            if not _wait_path(sock, rx):
+                raise RuntimeError("testpmd net_vhost did not listen: " + rx.text()[-500:])
+            time.sleep(1.0)
+            argv = (_pktbuf_argv(f"net_virtio_user0,path={sock}", "txonly", span + 30, size,
+                                 False) if side == "pktbuf" else
+                    _testpmd_argv(f"net_virtio_user0,path={sock},queues=1", "txonly", size,
+                                  "0@1,1@1"))
+            procs.append(_Proc(argv, os.path.join(work, "tx.log")))
         else:                      # io: the measured side is the vhost device
             if side == "pktbuf":
                 rx = _Proc(_pktbuf_argv(f"net_vhost0,iface={sock}", "io", span + 30, size, True),
@@ -158,7 +176,7 @@ def run_case(kind: str, size: int, side: str, warmup: int, samples: int, work: s
             procs.append(_Proc(_testpmd_argv(f"net_virtio_user0,path={sock},queues=1",
                                              "txonly", size, "0@1,1@1"),
                                os.path.join(work, "tx.log")))
-        parse = _pktbuf_rates if side == "pktbuf" else _testpmd_rates
+        parse = _pktbuf_rates if side == "pktbuf" and kind != "fe" else _testpmd_rates
         end = time.monotonic() + 120
         while time.monotonic() < end and rx.p.poll() is None:
             rates = parse(rx.text())
@@ -222,7 +240,7 @@ def main(argv=None) -> int:
           "samples at the receiver, median", flush=True)
     try:
         rows = compare(a.rounds, a.warmup, a.samples,
-                       tuple(CASES[c] for c in (a.case or CASES)))
+                       tuple(CASES[c] for c in (a.case or DEFAULT)))
     except RuntimeError as e:
         print(f"pktbuf bench vhost: {e}", file=sys.stderr)
         return 1
@@ -232,8 +250,9 @@ def main(argv=None) -> int:
         return 0
     print(f"  {'case':<40} {'pktbuf Mpps':>11} {'testpmd Mpps':>12} {'ratio':>6} {'target':>7}")
     for r in rows:
-        ok = "met" if r["ratio"] >= r["target"] else "not met"
+        t = r["target"]
+        ok = "" if t is None else "met" if r["ratio"] >= t else "not met"
         print(f"  {r['case']:<40} {r['pktbuf_mpps']:>11.3f} {r['testpmd_mpps']:>12.3f} "
-              f"{r['ratio']:>6.2f} {'>= ' + format(r['target'], 'g'):>7} {ok}  "
+              f"{r['ratio']:>6.2f} {'-' if t is None else '>= ' + format(t, 'g'):>7} {ok}  "
               f"(rounds: {', '.join(f'{x:.2f}' for x in r['ratios'])})")
     return 0
