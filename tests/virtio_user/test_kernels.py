@@ -170,7 +170,7 @@ def test_rx_waits_for_the_rest_of_a_packet(pool):
 ids = st.integers(0, N + 4)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(nposted=st.integers(1, 6), segs=st.lists(st.integers(1, 3), min_size=6, max_size=6),
        entries=st.lists(st.tuples(ids, st.integers(0, 4000)), max_size=8),
        extra=st.integers(-2, 3), honest=st.integers(0, 6))
@@ -201,7 +201,7 @@ def test_tx_hostile_used_entries_match_the_model(pool, nposted, segs, entries, e
     assert pool.in_use_count == 0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(rounds=st.lists(st.tuples(st.lists(st.integers(1, 3), min_size=1, max_size=5),
                                  st.integers(0, 6)), min_size=1, max_size=6))
 def test_tx_in_order_reclaims_by_index_and_keeps_chains_consecutive(pool, rounds):
@@ -239,7 +239,7 @@ def test_tx_in_order_reclaims_by_index_and_keeps_chains_consecutive(pool, rounds
     assert pool.in_use_count == 0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(entries=st.lists(st.tuples(st.integers(0, N + 2),
                                   st.one_of(st.integers(0, 40), st.integers(2040, 2080),
                                             st.integers(0, 70000)),
