@@ -252,3 +252,30 @@ def test_bad_arguments_leave_nothing_behind(tmp_path, pools):
     finally:
         ports.close()
     assert struct.calcsize("<Q") == 8
+
+
+def test_a_bad_used_entry_takes_the_link_down_with_the_reason(tmp_path, pools):
+    """The back end writes a used entry naming a descriptor it was never given: the next Tx
+    burst fails the ring, the control thread takes the link down saying why, and every mbuf
+    the rings held comes back."""
+    import numpy as np
+    pa, pb = pools
+    path = str(tmp_path / "s")
+    be = VhostPort(path, pb)
+    fe = VirtioUserPort(path, pa, in_order=False)
+    try:
+        assert fe.wait_link_up(20) and be.wait_link_up(20)
+        hs = [_pkt(pa, b"\x44" * 100, 1) for _ in range(4)]
+        assert fe.tx_burst(hs) == 4                      # the back end does not read them
+        mem = fe.device._mem
+        _, _, used, _ = mem.ring(1)
+        u = mem.region.array[used - mem.region.address:][:4 + 8 * 256]
+        u[4:12] = np.frombuffer(struct.pack("<II", 999, 0), np.uint8)   # slot 0: id 999
+        u[2:4] = np.frombuffer(struct.pack("<H", 1), np.uint8)          # used.idx = 1
+        assert fe.tx_burst([]) == 0
+        assert _wait(lambda: not fe.link_up)
+        assert "vring 1: used id" in fe.disconnect_reason and "(999)" in fe.disconnect_reason
+        assert _wait(lambda: pa.in_use_count == 0), pa.in_use_count
+    finally:
+        fe.close()
+        be.close()
