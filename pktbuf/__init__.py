@@ -29,6 +29,7 @@ _LAZY = {
     "RingPort": "pktbuf.drivers.ring.api",
     "MemifPort": "pktbuf.drivers.memif.api.port",
     "VhostPort": "pktbuf.drivers.vhost.api.port",
+    "VirtioUserPort": "pktbuf.drivers.virtio_user.api.port",
     "parse_devargs": "pktbuf.drivers.common.api.devargs",
     "PcapPort": "pktbuf.drivers.pcap.api.port",
     "AfPacketPort": "pktbuf.drivers.af_packet.api",

@@ -1,6 +1,6 @@
 """The ``pktbuf`` command.
 
-    pktbuf bench [core|memif|pagepool|heap|ports|rss|distrib|net|l3fwd|lpm_update|all] [options]  measure (default: core)
+    pktbuf bench [core|memif|vhost|pagepool|heap|ports|rss|distrib|net|l3fwd|lpm_update|all] [options]  measure (default: core)
     pktbuf demo [options]                                   the memif forwarding demo
     pktbuf fwd --vdev DEVICE [--vdev ...] [options]         testpmd-like forwarder over any ports
     pktbuf l3fwd --vdev DEVICE [...] -- -p MASK --config "(port,queue,lcore),..." [l3fwd options]
@@ -27,6 +27,7 @@ import sys
 _BENCHES = {
     "core": "pktbuf.bench.report",
     "memif": "pktbuf.bench.memif",
+    "vhost": "pktbuf.bench.vhost",
     "pagepool": "pktbuf.bench.pagepool",
     "heap": "pktbuf.bench.heap",
     "ports": "pktbuf.bench.ports",

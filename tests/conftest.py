@@ -31,7 +31,7 @@ def domain():
 # facade fuzz, tables, parsers).  Both groups may make namespaces: their names are unique per
 # process (tests/netns.py).
 SYSTEM_DIRS = {"af_packet", "af_xdp", "apps", "bench", "distrib", "l3fwd", "memif", "multiproc",
-               "pcap", "telemetry", "vhost"}
+               "pcap", "telemetry", "vhost", "virtio_user"}
 SYSTEM_FILES = {"test_docs.py", "test_options.py", "test_examples.py", "test_examples_run.py"}
 # The checked build (PKTBUF_CHECKED=1 NUMBA_BOUNDSCHECK=1) asserts every raw copy against its
 # buffers and every array index inside the kernels.  CI runs it over the tests that drive the
@@ -43,7 +43,7 @@ SYSTEM_FILES = {"test_docs.py", "test_options.py", "test_examples.py", "test_exa
 # runs against testpmd, tcpdump and tshark (in those directories too): they run the same
 # kernels through processes and peers and add no kernel paths of their own.
 CHECKED_DIRS = {"core", "fuzz", "memif", "pcap", "af_packet", "af_xdp", "heap", "pagepool", "rss",
-                "distrib", "ethdev", "net", "vhost", "examples"}
+                "distrib", "ethdev", "net", "vhost", "virtio_user", "examples"}
 NOT_CHECKED_FILES = {"test_testpmd.py", "test_processes.py", "test_tools.py", "test_demo_bench.py",
                      "test_ptype_tshark.py", "test_lpm_bench.py", "test_hash_bench.py",
                      "test_jit_cache.py", "test_examples.py"}

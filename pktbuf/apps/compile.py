@@ -71,11 +71,13 @@ def _eof():
     pcap_rx_eof.compile((BlockType("pcap_rxq"),))
 
 
-DRIVERS = ("ring", "memif", "pcap", "af_packet", "af_xdp", "vhost")
+DRIVERS = ("ring", "memif", "pcap", "af_packet", "af_xdp", "vhost", "virtio_user")
 _KIND_OF = {"ring": "K_RING", "memif": "K_MEMIF", "pcap": "K_PCAP", "af_packet": "K_AF_PACKET",
-            "af_xdp": "K_AF_XDP", "vhost": "K_VHOST"}
+            "af_xdp": "K_AF_XDP", "vhost": "K_VHOST",
+            "virtio_user": "K_VIRTIO_USER"}
 _DRIVER_OF = {"net_ring": "ring", "net_memif": "memif", "net_pcap": "pcap",
-              "net_af_packet": "af_packet", "net_af_xdp": "af_xdp", "net_vhost": "vhost"}
+              "net_af_packet": "af_packet", "net_af_xdp": "af_xdp", "net_vhost": "vhost",
+              "net_virtio_user": "virtio_user"}
 
 
 def _fwd(drivers):
@@ -118,6 +120,9 @@ UNITS = {
                                   ("pktbuf.drivers.af_xdp.tx.af_xdp_tx_burst", "af_xdp_txq"))),
     "vhost": ((), _bursts(("pktbuf.drivers.vhost.rx.vhost_rx_burst", "vhost_queue"),
                           ("pktbuf.drivers.vhost.tx.vhost_tx_burst", "vhost_queue"))),
+    "virtio_user": ((), _bursts(
+        ("pktbuf.drivers.virtio_user.rx.virtio_user_rx_burst", "virtio_user_queue"),
+        ("pktbuf.drivers.virtio_user.tx.virtio_user_tx_burst", "virtio_user_queue"))),
     "traffic": (("memif",), _traffic),
 }
 # the forwarding loop for one port type each (fwd:memif, ...), and for every type at once

@@ -24,7 +24,7 @@ import threading
 from ..errors import InvalidArgument, check_count
 from .burst import KINDS_ALL, kinds_mask
 from .layout import (ETHDEV, H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_NONE, K_PCAP, K_RING,
-                     K_VHOST, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX)
+                     K_VHOST, K_VIRTIO_USER, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX)
 from ..drivers.common.api.devargs import parse_devargs
 from ..buf.domain.pools import PktmbufPool
 
@@ -38,14 +38,16 @@ DRIVERS = {
     "net_af_packet": ("pktbuf.drivers.af_packet.api", "AfPacketPort"),
     "net_af_xdp": ("pktbuf.drivers.af_xdp.api.port", "AfXdpPort"),
     "net_vhost": ("pktbuf.drivers.vhost.api.port", "VhostPort"),
+    "net_virtio_user": ("pktbuf.drivers.virtio_user.api.port", "VirtioUserPort"),
 }
 ALIASES = {"eth_memif": "net_memif", "eth_ring": "net_ring", "eth_pcap": "net_pcap",
            "eth_af_packet": "net_af_packet", "eth_af_xdp": "net_af_xdp",
-           "eth_vhost": "net_vhost"}
+           "eth_vhost": "net_vhost", "virtio_user": "net_virtio_user"}
 
 # driver name -> the kind of its ports (which burst kernels a burst on one dispatches to)
 DRIVER_KINDS = {"net_memif": K_MEMIF, "net_ring": K_RING, "net_pcap": K_PCAP,
-                "net_af_packet": K_AF_PACKET, "net_af_xdp": K_AF_XDP, "net_vhost": K_VHOST}
+                "net_af_packet": K_AF_PACKET, "net_af_xdp": K_AF_XDP, "net_vhost": K_VHOST,
+                "net_virtio_user": K_VIRTIO_USER}
 
 
 def driver_of(name: str) -> str:

@@ -45,8 +45,11 @@ from ..drivers.pcap.tx import pcap_tx_burst, pcap_tx_error
 from ..drivers.vhost.layout import VHOST_QUEUE  # noqa: F401
 from ..drivers.vhost.rx import vhost_rx_burst
 from ..drivers.vhost.tx import vhost_tx_burst
-from .layout import (H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_PCAP, K_RING, K_VHOST, MAX_PORTS,
-                     MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX)
+from ..drivers.virtio_user.layout import VIRTIO_USER_QUEUE  # noqa: F401
+from ..drivers.virtio_user.rx import virtio_user_rx_burst
+from ..drivers.virtio_user.tx import virtio_user_tx_burst
+from .layout import (H_DOM, K_AF_PACKET, K_AF_XDP, K_MEMIF, K_PCAP, K_RING, K_VHOST,
+                     K_VIRTIO_USER, MAX_PORTS, MAX_QUEUES, P_KIND, P_NB_RX, P_NB_TX)
 
 __all__ = ["rx_burst", "tx_burst", "rx_queue_eof", "rx_queue_error", "tx_queue_error",
            "eth_domain"]
@@ -86,6 +89,8 @@ def rx_burst(eth, port, queue, lcore, pkts, n):
         return pcap_rx_burst(dom, block_at(addr, "pcap_rxq"), lcore, pkts, n)
     if kind == K_VHOST:
         return vhost_rx_burst(dom, block_at(addr, "vhost_queue"), lcore, pkts, n)
+    if kind == K_VIRTIO_USER:
+        return virtio_user_rx_burst(dom, block_at(addr, "virtio_user_queue"), lcore, pkts, n)
     return 0
 
 
@@ -106,6 +111,8 @@ def tx_burst(eth, port, queue, lcore, pkts, n):
         return pcap_tx_burst(dom, block_at(addr, "pcap_txq"), lcore, pkts, n)
     if kind == K_VHOST:
         return vhost_tx_burst(dom, block_at(addr, "vhost_queue"), lcore, pkts, n)
+    if kind == K_VIRTIO_USER:
+        return virtio_user_tx_burst(dom, block_at(addr, "virtio_user_queue"), lcore, pkts, n)
     return 0
 
 
@@ -125,6 +132,8 @@ _BURSTS = {   # kind: (rx kernel, tx kernel, rx queue layout, tx queue layout)
     K_AF_XDP: ("af_xdp_rx_burst", "af_xdp_tx_burst", "af_xdp_rxq", "af_xdp_txq"),
     K_PCAP: ("pcap_rx_burst", "pcap_tx_burst", "pcap_rxq", "pcap_txq"),
     K_VHOST: ("vhost_rx_burst", "vhost_tx_burst", "vhost_queue", "vhost_queue"),
+    K_VIRTIO_USER: ("virtio_user_rx_burst", "virtio_user_tx_burst", "virtio_user_queue",
+                    "virtio_user_queue"),
 }
 KINDS_ALL = sum(1 << k for k in _BURSTS)
 _OV_OPTIONS = {"nogil": True, "boundscheck": False, "error_model": "numpy", "_nrt": False}

@@ -13,7 +13,8 @@ import numpy as np
 from ..block import Layout
 # the kinds and limits live below the drivers, which stamp their ports with them
 from ..drivers.common.kinds import (K_AF_PACKET, K_AF_XDP, K_MEMIF, K_NONE, K_PCAP,  # noqa: F401
-                                    K_RING, K_VHOST, KIND_NAMES, MAX_PORTS, MAX_QUEUES)
+                                    K_RING, K_VHOST, K_VIRTIO_USER, KIND_NAMES, MAX_PORTS,
+                                    MAX_QUEUES)
 
 # table header words (hdr)
 H_DOM = 0               # address of the domain block

@@ -14,6 +14,7 @@ K_AF_PACKET = 3
 K_PCAP = 4
 K_AF_XDP = 5
 K_VHOST = 6
+K_VIRTIO_USER = 7
 KIND_NAMES = {K_MEMIF: "net_memif", K_RING: "net_ring", K_AF_PACKET: "net_af_packet",
               K_PCAP: "net_pcap", K_AF_XDP: "net_af_xdp",
-              K_VHOST: "net_vhost"}
+              K_VHOST: "net_vhost", K_VIRTIO_USER: "net_virtio_user"}

@@ -30,7 +30,7 @@ from .layout import (A16_FLAGS, A16_IDX, A16_RING, AVAIL_F_NO_INTERRUPT, DESC_F_
                      V_PIECES, V_WRITE)
 
 __all__ = ["desc_view", "avail_view", "used_view16", "used_view32", "translate", "walk_chain",
-           "avail_count", "publish_used", "need_event"]
+           "avail_count", "publish_used", "need_event", "eventfd_signal"]
 
 
 @kernel(inline="always")

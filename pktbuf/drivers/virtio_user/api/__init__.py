@@ -1,0 +1,1 @@
+"""The facade of the virtio-user port (:class:`.port.VirtioUserPort`)."""

@@ -1,0 +1,92 @@
+"""Split-ring views and the steps both bursts of the front end share (virtio 1.1 §2.6).
+
+The ring areas live in the shared ring memory (:mod:`.rings`): the descriptor table (read as
+two u64 words per entry: ``addr``, then ``len | flags << 32 | next << 48``), avail (u16 words
+``flags, idx, ring[N]``) and used (u16 ``flags, idx``; u32 entries ``id, len`` at ``1 + 2 s``).
+This side writes the table and avail and reads used; the back end may write anything into all
+three, so a kernel reads each used word once and trusts nothing in shared memory it wrote
+itself -- chain links and buffer owners are kept privately in the queue block.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._jit import kernel
+from ...atomics import fence, load_acquire, load_relaxed, store_release
+from ...rawmem import addr_view
+from ..vhost.layout import A16_IDX, IDX_MASK, USED_F_NO_NOTIFY, U16_FLAGS, U16_IDX
+from ..vhost.vring import eventfd_signal      # the kick: the same write as vhost's call
+from .layout import (Q_AVAIL, Q_DESC, Q_KICKFD, Q_N, Q_USED, QS_FREE, QS_INFLIGHT, QS_KICKS,
+                     QS_USED_SEEN, V_USED_IDX)
+from ..common.gate import queue_fail
+
+__all__ = ["desc_view", "avail_view", "used_view16", "used_view32", "used_pending",
+           "publish_avail", "desc_pop", "desc_push", "put_desc"]
+
+
+@kernel(inline="always")
+def desc_view(q):
+    return addr_view(q.cfg[Q_DESC], 2 * q.cfg[Q_N], np.uint64)
+
+
+@kernel(inline="always")
+def avail_view(q):
+    return addr_view(q.cfg[Q_AVAIL], 3 + q.cfg[Q_N], np.uint16)
+
+
+@kernel(inline="always")
+def used_view16(q):
+    return addr_view(q.cfg[Q_USED], 3 + 4 * q.cfg[Q_N], np.uint16)
+
+
+@kernel(inline="always")
+def used_view32(q):
+    return addr_view(q.cfg[Q_USED], 1 + 2 * q.cfg[Q_N], np.uint32)
+
+
+@kernel(inline="always")
+def used_pending(q, u16):
+    """Used entries the back end published since the last one read; -1 (the queue failed)
+    when its index ran ahead of what it holds."""
+    idx = np.int64(load_acquire(u16, U16_IDX))
+    cnt = (idx - q.st[QS_USED_SEEN]) & IDX_MASK
+    if cnt > q.st[QS_INFLIGHT]:
+        queue_fail(q, V_USED_IDX, idx)
+        return -1
+    return cnt
+
+
+@kernel(inline="always")
+def put_desc(d64, i, addr, ln, flags, nxt):
+    d64[2 * i] = np.uint64(addr)
+    d64[2 * i + 1] = np.uint64(ln & 0xFFFFFFFF) | (np.uint64(flags & 0xFFFF) << np.uint64(32)) \
+        | (np.uint64(nxt & 0xFFFF) << np.uint64(48))
+
+
+@kernel(inline="always")
+def desc_pop(q):
+    top = q.st[QS_FREE] - 1
+    q.st[QS_FREE] = top
+    return np.int64(q.free[top])
+
+
+@kernel(inline="always")
+def desc_push(q, i):
+    top = q.st[QS_FREE]
+    q.free[top] = i
+    q.st[QS_FREE] = top + 1
+
+
+@kernel
+def publish_avail(q, av, idx):
+    """Make avail entries up to ``idx`` visible (one release store), then kick the back end
+    unless its used flags say NO_NOTIFY (EVENT_IDX is never negotiated)."""
+    store_release(av, A16_IDX, np.uint16(idx & IDX_MASK))
+    fd = q.cfg[Q_KICKFD]
+    if fd < 0:
+        return
+    fence()
+    u16 = used_view16(q)
+    if (np.int64(load_relaxed(u16, U16_FLAGS)) & USED_F_NO_NOTIFY) == 0:
+        eventfd_signal(fd)
+        q.st[QS_KICKS] += 1
