@@ -201,4 +201,3 @@ class MempoolModel:
     @property
     def avail(self):
         return len(self.ring) + sum(len(c) for c in self.cache.values())
-
