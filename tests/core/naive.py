@@ -100,11 +100,12 @@ class MempoolModel:
     * put(n): no cache (size 0 or LCORE_ANY) -> ring.  Fits (len + n <= size) -> push.
       Else n > size/2 -> ring, cache untouched.  Else the bottom (coldest) size/2 go to
       the ring, the rest slides down, then push.
-    * get(n): no cache -> n from the ring, all or nothing.  n <= len -> pop n, hottest
-      first.  Else hand out the whole cache (hottest first) and, if the rest r <= size/2
-      and the ring has size/2, refill exactly size/2 from the ring and pop r of them;
-      else take r straight from the ring (cache then empty); if the ring has fewer than r,
-      fail with nothing taken and the cache as it was.
+    * get(n): no cache -> n from the ring, all or nothing.  n <= len -> pop the top n as
+      one block in stack order (the hottest last).  Else hand out the whole cache (bottom
+      first) and, if the rest r <= size/2 and the ring has size/2, refill exactly size/2 from
+      the ring and pop the top r of them (in stack order); else take r straight from the ring
+      (cache then empty); if the ring has fewer than r, fail with nothing taken and the cache
+      as it was.
     """
 
     STATS = ("put_bulk", "put_objs", "put_common_pool_bulk", "put_common_pool_objs",
@@ -169,15 +170,15 @@ class MempoolModel:
             return out
         c = self.cache.setdefault(lcore, [])
         if n <= len(c):
-            out = c[::-1][:n]
+            out = c[len(c) - n:]
             del c[len(c) - n:]
             self._add(row, get_success_bulk=1, get_success_objs=n)
             return out
-        out = c[::-1]
+        out = c[:]
         rest = n - len(c)
         refill = self._ring_take(self.half) if rest <= self.half else None
         if refill is not None:
-            out += refill[::-1][:rest]
+            out += refill[self.half - rest:]
             c[:] = refill[:self.half - rest]
             self._add(row, get_common_pool_bulk=1, get_common_pool_objs=self.half)
         else:

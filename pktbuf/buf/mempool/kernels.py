@@ -7,10 +7,11 @@ grew to 1.5x -- and it works in halves:
 * **put(n)**: if the objects fit, append them.  Otherwise, if ``n <= size/2``, flush the
   *bottom* (coldest) ``size/2`` objects to the ring, slide the hotter rest down and append.
   Larger puts bypass the cache.
-* **get(n)**: pop from the top when the cache has enough (the cache is a stack, copied out in
-  reverse so the hottest object goes out first).  Otherwise hand out the whole cache and, if the
-  rest is ``<= size/2``, refill the cache with exactly ``size/2`` objects from the ring and hand
-  the rest out of it; larger remainders are dequeued straight from the ring.
+* **get(n)**: take the top ``n`` when the cache has enough -- the most recently put objects,
+  copied out as one block in stack order (pktbuf's order; DPDK copies them out reversed, see
+  docs/mempool.md).  Otherwise hand out the whole cache and, if the rest is ``<= size/2``,
+  refill the cache with exactly ``size/2`` objects from the ring and hand the rest out of its
+  top; larger remainders are dequeued straight from the ring.
 
 Why this one: its memory bound is the configured size (the classic cache strands up to 1.5x,
 which matters on small pools and for the accounting audit), a flush keeps the hot half instead
@@ -185,21 +186,21 @@ def _get_slow(dom, pid, lcore, objs, start, n):
     clen = np.int64(dom.cache_len[li])
     dst = _U(start)
     # (a cache hit never gets here: mempool_generic_get's fast path served it)
-    # hand out the whole cache (copy only: it is not emptied until the ring has delivered)
-    top = cbase + _U(clen - 1)
+    # hand out the whole cache, bottom first (copy only: it is not emptied until the ring has
+    # delivered)
     for i in range(_U(clen)):
-        objs[dst + i] = cache[top - i]
+        objs[dst + i] = cache[cbase + i]
     remaining = n - clen
     half = size >> 1
     new_len = -1
     # the refill overwrites cache slots before the length says so: busy (see _put_slow)
     dom.cache_len[li + _U(CACHE_W_BUSY)] = CACHE_BUSY_REFILL
     if remaining <= half and _ring_get(dom, pid, cache, np.int64(cbase), half) == half:
-        top = cbase + _U(half - 1)
+        new_len = half - remaining
+        src = cbase + _U(new_len)
         d2 = dst + _U(clen)
         for i in range(_U(remaining)):
-            objs[d2 + i] = cache[top - i]
-        new_len = half - remaining
+            objs[d2 + i] = cache[src + i]
         _stat_add(dom, pid, row, STAT_GET_COMMON_POOL_BULK, 1)
         _stat_add(dom, pid, row, STAT_GET_COMMON_POOL_OBJS, half)
     elif _ring_get(dom, pid, objs, start + clen, remaining) == remaining:
@@ -253,8 +254,10 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
     """Take exactly ``n`` objects of pool ``pid`` into ``objs[start:start+n]`` (see ``_get_slow``).
 
     Fast path, inlined into every caller (:func:`always_inline`): this lcore's cache holds
-    ``n`` -- pop them, hottest first (the cache is a stack, copied out in reverse).  Refill and
-    the ring are out of line.  Range tests as in ``mempool_generic_put``.
+    ``n`` -- pop the top ``n`` as one block in stack order (``objs[start + n - 1]`` is the
+    hottest), so that a put of the same array restores the cache exactly, with no shuffle in
+    the get's dependency chain.  Refill and the ring are out of line.  Range tests as in
+    ``mempool_generic_put``.
     """
     if (_U(lcore) < _U(MAX_LCORE) and _U(start) <= _U(objs.size)
             and _U(n) - _U(1) < _U(objs.size) - _U(start)):
@@ -262,12 +265,13 @@ def mempool_generic_get(dom, pid, lcore, objs, start, n):
         li = slot * _U(CACHE_LINE_WORDS)
         clen = np.int64(dom.cache_len[li])
         if n <= clen:
-            top = slot * _U(CACHE_MAX_SIZE) + _U(clen - 1)
+            new_len = clen - n
+            src = slot * _U(CACHE_MAX_SIZE) + _U(new_len)
             dst = _U(start)
             cache = dom.cache_objs
             for i in range(_U(n)):
-                objs[dst + i] = cache[top - i]
-            dom.cache_len[li] = clen - n
+                objs[dst + i] = cache[src + i]
+            dom.cache_len[li] = new_len
             _stat_fast(dom, pid, lcore, STAT_GET_SUCCESS_BULK, n)
             return 0
     return _get_slow(dom, pid, lcore, objs, start, n)
