@@ -46,6 +46,7 @@ CHECKED_DIRS = {"core", "fuzz", "memif", "pcap", "af_packet", "af_xdp", "heap", 
                 "distrib", "ethdev", "net", "vhost", "virtio_user", "examples"}
 NOT_CHECKED_FILES = {"test_testpmd.py", "test_processes.py", "test_tools.py", "test_demo_bench.py",
                      "test_ptype_tshark.py", "test_lpm_bench.py", "test_hash_bench.py",
+                     "test_net_ptype_bench.py",
                      "test_jit_cache.py", "test_examples.py"}
 # Tests that measure how much CPU a thread gets (a busy-polling forwarder must use most of a
 # second): CI runs them alone, after the two groups, so the other group cannot take the core.

@@ -9,6 +9,11 @@ Compilation happens in ``setup`` (or comes from the cache), never inside a measu
 """
 from pktbuf.bench.core import BURSTS, LAYOUTS, QUICK, REFERENCES, CoreBench
 
+# PKTBUF_BENCH_QUICK=1 (CI: "does every benchmark still run?"): every benchmark and layout at
+# bursts 1 (one object; two pools refused) and 32 -- asv starts a process per parameter
+# combination, and the full grid is ~120 of them
+Q_BURSTS = [1, 32] if QUICK else list(BURSTS)
+
 _BENCH = None
 
 
@@ -21,7 +26,7 @@ def _bench():
 
 class RoundTrip:
     """pktmbuf_alloc_bulk + pktmbuf_free_bulk round trip."""
-    params = (list(BURSTS), ["run-grouped", "staged"])
+    params = (Q_BURSTS, ["run-grouped", "staged"])
     param_names = ["burst", "free"]
     unit = "ns/mbuf"
     timeout = 300
@@ -37,7 +42,7 @@ class RoundTrip:
 
 class FreeBulk:
     """pktmbuf_free_bulk alone, per input layout (per chain for 2-segment chains)."""
-    params = (list(BURSTS), list(LAYOUTS), ["run-grouped", "staged"])
+    params = (Q_BURSTS, list(LAYOUTS), ["run-grouped", "staged"])
     param_names = ["burst", "layout", "free"]
     timeout = 600
 
@@ -55,7 +60,7 @@ class FreeBulk:
 class RunGroupedGain:
     """Staged time / run-grouped time, measured back to back (> 1: run-grouped is faster).
     Target: >= 1.15 on flat arrays at bursts 64-256; >= 0.95 on mixed or chained input."""
-    params = (list(BURSTS), list(LAYOUTS))
+    params = (Q_BURSTS, list(LAYOUTS))
     param_names = ["burst", "layout"]
     timeout = 600
 
@@ -104,7 +109,7 @@ class VsReference:
       scales with a machine's core as the case does.
 
     Lower is better.  (Raw mempool: ``mempool.RawMempool.track_vs_copy``.)"""
-    params = (list(BURSTS), list(LAYOUTS) + ["roundtrip", "single"])
+    params = (Q_BURSTS, list(LAYOUTS) + ["roundtrip", "single"])
     param_names = ["burst", "case"]
     timeout = 900
 

@@ -1,11 +1,9 @@
 """Raw mempool get_bulk + put_bulk through the lcore cache (against DPDK: docs/performance.md)."""
-from pktbuf.bench.core import BURSTS
-
-from .mbuf import _bench
+from .mbuf import Q_BURSTS, _bench
 
 
 class RawMempool:
-    params = (list(BURSTS),)
+    params = (Q_BURSTS,)
     param_names = ["burst"]
 
     def setup(self, burst):
