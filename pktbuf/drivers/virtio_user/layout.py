@@ -14,15 +14,14 @@ import numpy as np
 
 from ...block import Layout
 from ..common.gate import QS_BUSY, QS_ERR, QS_ERR_VAL, QS_UP  # noqa: F401
+from ..vhost.layout import Q_AVAIL, Q_DESC, Q_N, Q_USED  # noqa: F401 (words 0-3, below)
 from ..vhost.proto import MAX_REGIONS
 
 MAX_QUEUE_SIZE = 1024    # ring entries per vring pktbuf's front end drives (DPDK: 32768)
 
 # configuration words (cfg), written by the control thread while the queue is down
-Q_DESC = 0               # host address of the descriptor table (in the shared ring memory)
-Q_AVAIL = 1
-Q_USED = 2
-Q_N = 3
+# words 0-3 (Q_DESC, Q_AVAIL, Q_USED, Q_N: the ring areas in the shared ring memory, the ring
+# size) are the back end's, imported above, so both sides read a ring through one set of views
 Q_MASK = 4
 Q_HDR = 5                # virtio-net header bytes (10 or 12)
 Q_MRG = 6                # MRG_RXBUF negotiated

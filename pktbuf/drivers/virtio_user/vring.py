@@ -13,35 +13,15 @@ import numpy as np
 
 from ..._jit import kernel
 from ...atomics import fence, load_acquire, load_relaxed, store_release
-from ...rawmem import addr_view
 from ..vhost.layout import A16_IDX, IDX_MASK, USED_F_NO_NOTIFY, U16_FLAGS, U16_IDX
+# the split-ring views are the back end's: the ring words (Q_DESC ...) are the same
+from ..vhost.vring import avail_view, desc_view, used_view16, used_view32
 from ..vhost.vring import eventfd_signal      # the kick: the same write as vhost's call
-from .layout import (Q_AVAIL, Q_DESC, Q_KICKFD, Q_N, Q_USED, QS_FREE, QS_INFLIGHT, QS_KICKS,
-                     QS_USED_SEEN, V_USED_IDX)
+from .layout import Q_KICKFD, QS_FREE, QS_INFLIGHT, QS_KICKS, QS_USED_SEEN, V_USED_IDX
 from ..common.gate import queue_fail
 
 __all__ = ["desc_view", "avail_view", "used_view16", "used_view32", "used_pending",
            "publish_avail", "desc_pop", "desc_push", "put_desc"]
-
-
-@kernel(inline="always")
-def desc_view(q):
-    return addr_view(q.cfg[Q_DESC], 2 * q.cfg[Q_N], np.uint64)
-
-
-@kernel(inline="always")
-def avail_view(q):
-    return addr_view(q.cfg[Q_AVAIL], 3 + q.cfg[Q_N], np.uint16)
-
-
-@kernel(inline="always")
-def used_view16(q):
-    return addr_view(q.cfg[Q_USED], 3 + 4 * q.cfg[Q_N], np.uint16)
-
-
-@kernel(inline="always")
-def used_view32(q):
-    return addr_view(q.cfg[Q_USED], 1 + 2 * q.cfg[Q_N], np.uint32)
 
 
 @kernel(inline="always")

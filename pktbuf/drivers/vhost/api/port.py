@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 
 from ....errors import InvalidArgument, VhostError
-from ...common.api.port import Port, arg_bool, arg_int, check_devargs
+from ...common.api.port import arg_bool, arg_int, check_devargs
 from ...common.kinds import K_VHOST
 from ..control import ControlLoop
 from ..device import VhostDevice
-from ..layout import QS_BYTES, QS_ERRORS, QS_MISSED, QS_NOMBUF, QS_PACKETS
 from ..rx import vhost_rx_burst
 from ..tx import vhost_tx_burst
+from .pairs import VringPairPort, check_socket_path
 
 __all__ = ["VhostPort"]
 
@@ -27,25 +27,18 @@ ACCEPTED = ("iface", "client", "queues")
 MAX_QUEUE_PAIRS = 8
 
 
-class VhostPort(Port):
+class VhostPort(VringPairPort):
     """A vhost-user back end as a port: ``VhostPort(path, pool, client=False, queues=1)``."""
 
     driver = "net_vhost"
     kind = K_VHOST
-    mtu = 1500
     _rx_kernel = vhost_rx_burst
     _tx_kernel = vhost_tx_burst
 
     def __init__(self, path: str, pool, *, client: bool = False, queues: int = 1,
                  name: str = "net_vhost0", port_id: int = 0, mac: bytes | None = None):
-        if not isinstance(path, str) or not path or "\0" in path or len(path.encode()) > 107:
-            raise InvalidArgument(f"iface must be a socket path of 1..107 bytes, got {path!r}")
-        d = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(d):
-            raise InvalidArgument(f"socket directory {d!r} does not exist")
-        if not client and os.path.lexists(path):
-            raise InvalidArgument(f"net_vhost: {path!r} exists (a server creates its socket; "
-                                  "remove the stale file or use client=1)")
+        check_socket_path("net_vhost", "iface", path, not client,
+                          "remove the stale file or use client=1")
         if isinstance(queues, bool) or not isinstance(queues, int) or \
                 not 1 <= queues <= MAX_QUEUE_PAIRS:
             raise InvalidArgument(f"queues must be 1..{MAX_QUEUE_PAIRS}, got {queues!r}")
@@ -73,60 +66,14 @@ class VhostPort(Port):
         return cls(args["iface"], pool, client=arg_bool(d, args, "client", False),
                    queues=queues, name=name, port_id=port_id)
 
-    # -- the port model --------------------------------------------------------------------
-    @property
-    def nb_rx_queues(self) -> int:
-        return self.device.queues
-
-    @property
-    def nb_tx_queues(self) -> int:
-        return self.device.queues
-
-    def rx_queue(self, i: int = 0):
-        self._check_open()
-        return self.device.rx_queue(self._qid(i))
-
-    def tx_queue(self, i: int = 0):
-        self._check_open()
-        return self.device.tx_queue(self._qid(i))
-
-    def _qid(self, i) -> int:
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.device.queues:
-            raise InvalidArgument(f"queue must be 0..{self.device.queues - 1}, got {i!r}")
-        return i
-
-    def _queue_counters(self):
-        dev = self.device
-        rx = [{"packets": int(q.st[QS_PACKETS]), "bytes": int(q.st[QS_BYTES]),
-               "nombuf": int(q.st[QS_NOMBUF]), "errors": int(q.st[QS_ERRORS])}
-              for q in (dev.rx_queue(k) for k in range(dev.queues))]
-        tx = [{"packets": int(q.st[QS_PACKETS]), "bytes": int(q.st[QS_BYTES]),
-               "errors": int(q.st[QS_MISSED])}
-              for q in (dev.tx_queue(k) for k in range(dev.queues))]
-        return rx, tx
-
+    # -- the port model (queue pairs, counters, link: .pairs) ----------------------------
     @property
     def link_up(self) -> bool:
         return not self.closed and self.device.link_up
 
-    @property
-    def disconnect_reason(self) -> str | None:
-        """Why the link last went down (a protocol violation, a bad ring, the peer closing),
-        or None if it never did."""
-        return self.device.reason
-
-    @property
-    def connects(self) -> int:
-        return self.device.connects
-
     def wait_link_up(self, timeout: float = 10.0) -> bool:
         """Wait until the front end has set the rings up; True if the link is UP."""
         return self.control.wait(lambda: self.link_up, timeout)
-
-    def link(self) -> dict:
-        up = self.link_up
-        return {"status": "UP" if up else "DOWN", "speed": 10000 if up else 0,
-                "duplex": "full-duplex"}
 
     def _close(self) -> None:
         self.control.close()

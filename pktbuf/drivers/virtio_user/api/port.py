@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 
 from ....errors import InvalidArgument, VhostError
-from ...common.api.port import Port, arg_bool, arg_int, check_devargs
+from ...common.api.port import arg_bool, arg_int, check_devargs
 from ...common.kinds import K_VIRTIO_USER
 from ..device import VirtioUserDevice
-from ..layout import (MAX_QUEUE_SIZE, QS_BYTES, QS_ERRORS, QS_MISSED, QS_NOMBUF, QS_PACKETS)
+from ...vhost.api.pairs import VringPairPort, check_socket_path
+from ..layout import MAX_QUEUE_SIZE
 from ..rx import virtio_user_rx_burst
 from ..tx import virtio_user_tx_burst
 
@@ -31,13 +32,13 @@ ACCEPTED = ("path", "server", "queues", "queue_size", "mrg_rxbuf", "in_order", "
 MAX_QUEUE_PAIRS = 8
 
 
-class VirtioUserPort(Port):
+class VirtioUserPort(VringPairPort):
     """A virtio-user front end as a port: ``VirtioUserPort(path, pool, server=False,
     queues=1, queue_size=256, mrg_rxbuf=True, in_order=True)``."""
 
     driver = "net_virtio_user"
     kind = K_VIRTIO_USER
-    mtu = 1500
+    _tx_errors_counted = True     # packets from memory outside the table (QS_ERRORS)
     _rx_kernel = virtio_user_rx_burst
     _tx_kernel = virtio_user_tx_burst
 
@@ -45,14 +46,7 @@ class VirtioUserPort(Port):
                  queue_size: int = 256, mrg_rxbuf: bool = True, in_order: bool = True,
                  packed_vq: bool = False, name: str = "net_virtio_user0", port_id: int = 0,
                  mac: bytes | None = None):
-        if not isinstance(path, str) or not path or "\0" in path or len(path.encode()) > 107:
-            raise InvalidArgument(f"path must be a socket path of 1..107 bytes, got {path!r}")
-        d = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(d):
-            raise InvalidArgument(f"socket directory {d!r} does not exist")
-        if server and os.path.lexists(path):
-            raise InvalidArgument(f"net_virtio_user: {path!r} exists (a server creates its "
-                                  "socket; remove the stale file)")
+        check_socket_path("net_virtio_user", "path", path, server, "remove the stale file")
         for k, v in (("queues", queues), ("queue_size", queue_size)):
             if isinstance(v, bool) or not isinstance(v, int):
                 raise InvalidArgument(f"{k} must be an int, got {v!r}")
@@ -97,51 +91,10 @@ class VirtioUserPort(Port):
                    in_order=arg_bool(d, args, "in_order", True),
                    packed_vq=arg_bool(d, args, "packed_vq", False), name=name, port_id=port_id)
 
-    # -- the port model --------------------------------------------------------------------
-    @property
-    def nb_rx_queues(self) -> int:
-        return self.device.queues
-
-    @property
-    def nb_tx_queues(self) -> int:
-        return self.device.queues
-
-    def rx_queue(self, i: int = 0):
-        self._check_open()
-        return self.device.rx_queue(self._qid(i))
-
-    def tx_queue(self, i: int = 0):
-        self._check_open()
-        return self.device.tx_queue(self._qid(i))
-
-    def _qid(self, i) -> int:
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.device.queues:
-            raise InvalidArgument(f"queue must be 0..{self.device.queues - 1}, got {i!r}")
-        return i
-
-    def _queue_counters(self):
-        dev = self.device
-        rx = [{"packets": int(q.st[QS_PACKETS]), "bytes": int(q.st[QS_BYTES]),
-               "nombuf": int(q.st[QS_NOMBUF]), "errors": int(q.st[QS_ERRORS])}
-              for q in (dev.rx_queue(k) for k in range(dev.queues))]
-        tx = [{"packets": int(q.st[QS_PACKETS]), "bytes": int(q.st[QS_BYTES]),
-               "errors": int(q.st[QS_MISSED]) + int(q.st[QS_ERRORS])}
-              for q in (dev.tx_queue(k) for k in range(dev.queues))]
-        return rx, tx
-
+    # -- the port model (queue pairs, counters, link: vhost.api.pairs) --------------------
     @property
     def link_up(self) -> bool:
         return not self.closed and self.device.up
-
-    @property
-    def disconnect_reason(self) -> str | None:
-        """Why the link last went down (the back end closing, a bad reply, a bad used entry),
-        or None if it never did."""
-        return self.device.reason
-
-    @property
-    def connects(self) -> int:
-        return self.device.connects
 
     @property
     def features(self) -> int:
@@ -154,11 +107,6 @@ class VirtioUserPort(Port):
 
     def wait_link_down(self, timeout: float = 10.0) -> bool:
         return self.device.wait(lambda: not self.device.up, timeout)
-
-    def link(self) -> dict:
-        up = self.link_up
-        return {"status": "UP" if up else "DOWN", "speed": 10000 if up else 0,
-                "duplex": "full-duplex"}
 
     def _close(self) -> None:
         self.device.close()
