@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-
 import pktbuf
 from pktbuf.lcore import LCORE_ANY, bind, facade_lcore
 
