@@ -14,7 +14,7 @@ def _in_thread(fn):
     def run():
         try:
             box["v"] = fn()
-        except BaseException as e:  # re-raised in the test's thread
+        except Exception as e:  # noqa: BLE001 -- re-raised in the test's thread
             box["e"] = e
     t = threading.Thread(target=run)
     t.start()
