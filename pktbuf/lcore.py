@@ -37,6 +37,8 @@ class _Local(threading.local):
     def __init__(self):
         self.bound: list[int] = []
         self.slot = None
+        self.lc = None      # what facade_lcore returns (None: not worked out yet), kept in
+                            # step with ``bound`` and ``slot`` so the usual call is one lookup
 
 
 _local = _Local()
@@ -84,19 +86,25 @@ def _auto_slot() -> _Slot:
                 _owner[cand] = me
                 break
     slot = _local.slot = _Slot(lc, me)
+    _local.lc = None
     return slot
 
 
 def facade_lcore() -> int:
     """The lcore id the facade uses for the calling thread: the innermost :func:`bind`, else
     the thread's automatically assigned id (assigned on first use)."""
-    stack = _local.bound
-    if stack:
-        return stack[-1]
-    slot = _local.slot
-    if slot is None:
-        slot = _auto_slot()
-    return slot.lcore
+    lc = _local.lc
+    if lc is None:
+        stack = _local.bound
+        if stack:
+            lc = stack[-1]
+        else:
+            slot = _local.slot
+            if slot is None:
+                slot = _auto_slot()
+            lc = slot.lcore
+        _local.lc = lc
+    return lc
 
 
 def check_lcore(lcore) -> int:
@@ -159,6 +167,7 @@ class LcoreBinding:
             if stack[i] == self.lcore:
                 del stack[i]
                 break
+        _local.lc = None
         self._released = True
         if self.lcore != LCORE_ANY and self.lcore not in stack:
             with _lock:
@@ -194,4 +203,5 @@ def bind(lcore) -> LcoreBinding:
                 raise InvalidArgument(f"lcore {lc} is in use by thread {_owner[lc].name!r}")
             _owner[lc] = me
     _local.bound.append(lc)
+    _local.lc = None
     return LcoreBinding(lc, me)
