@@ -20,7 +20,7 @@ from ...ethdev.layout import P_KIND
 from ...idle import BUSY_POLL, IDLE_SLEEP_MAX_US
 from ..stage.abi import F_STAGE_DROP
 from .loop import (F_BUSY_CYCLES, F_RX, F_RX_BYTES, F_TX, F_TX_BYTES, F_TX_DROP, F_WORDS,
-                   MAX_BURST, MODES, fwd_loop, fwd_loop_entry, tsc_now)
+                   MAX_BURST, MODES, fwd_loop_entry, tsc_now)
 from ..txonly import MIN_PKT_LEN, udp_headers
 
 SLICE = 0.1          # seconds per call into the loop (Ctrl-C and the stats run between calls)
@@ -152,7 +152,7 @@ class Forwarder:
         if kinds is None or kinds == self._kinds:
             self._loop(*args, self._kinds)         # and keep its entry point
         else:
-            fwd_loop(*args, kinds)
+            fwd_loop_entry(*args, kinds)
 
     def run_slice(self, seconds: float) -> int:
         """Forward for up to ``seconds``; R_ALL_EOF once every Rx port has ended, R_PORT_ERROR
