@@ -1,6 +1,7 @@
 """A naive model of the front end's driver bookkeeping (split and packed rings): which used
-entries are honoured, which one is the first violation, what the driver gets back.  Plain Python over
-dicts, no shared memory -- what the kernels in pktbuf/drivers/virtio_user must agree with."""
+entries are honoured, which one is the first violation, what the driver gets back.  Plain
+Python over dicts and lists, no shared memory -- what the kernels in pktbuf/drivers/virtio_user
+must agree with."""
 from __future__ import annotations
 
 V_USED_IDX, V_USED_ID, V_USED_LEN, V_NUM_BUFFERS = 1, 2, 3, 4

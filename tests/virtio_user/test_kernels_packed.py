@@ -233,7 +233,8 @@ def test_packed_tx_hostile_used_descriptors_match_the_model(pool, pre, segs, npo
 @given(pre=st.integers(0, 3), mrg=st.booleans(), n=st.integers(1, 8),
        honest=st.lists(st.tuples(st.integers(14, 3000), st.booleans()), max_size=4),
        entries=st.lists(st.tuples(gaps, id_choice,
-                                  st.one_of(st.integers(0, 40), st.integers(-2, 2).map(lambda d: ("cap", d)),
+                                  st.one_of(st.integers(0, 40),
+                                            st.integers(-2, 2).map(lambda d: ("cap", d)),
                                             st.integers(2040, 2080), st.integers(0, 70000)),
                                   modes, st.integers(0, 4)), max_size=8))
 def test_packed_rx_hostile_used_descriptors_match_the_model(pool, pre, mrg, n, honest,
@@ -264,7 +265,8 @@ def test_packed_rx_hostile_used_descriptors_match_the_model(pool, pre, mrg, n, h
             nbufs[held[i][0]] = nb
             i += nb
         cap = held[0][2]                       # -2..2: that far from the buffers' capacity
-        entries = [(g, c, cap + ln[1] if isinstance(ln, tuple) else ln, m, nb) for g, c, ln, m, nb in entries]
+        entries = [(g, c, cap + ln[1] if isinstance(ln, tuple) else ln, m, nb)
+                   for g, c, ln, m, nb in entries]
         bids = _scribble(side, 0, [e[:4] for e in entries], list(posted))
         for bid, (_g, _c, _ln, _m, nb) in zip(bids, entries):   # num_buffers in the header
             if bid in posted and bid not in nbufs:

@@ -20,7 +20,7 @@ if not T.available():
         pytest.fail("dpdk-testpmd is not installed (apt-get install dpdk-dev)", pytrace=False)
     pytest.skip("dpdk-testpmd is not installed", allow_module_level=True)
 
-from .test_testpmd import _drain, _forward, _frames, _packet  # noqa: E402
+from .test_testpmd import _drain, _forward, _frames, _packet
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ from ..common.gate import queue_down, queue_up  # noqa: F401
 from .layout import (MAX_QUEUE_SIZE, Q_AVAIL, Q_DESC, Q_HDR, Q_HDRS, Q_IN_ORDER, Q_KICKFD,
                      Q_MASK, Q_MRG, Q_PACKED,
                      Q_N, Q_NREG, Q_POOL, Q_PORT, Q_RX_BATCH, Q_USED, Q_VRING, QS_AVAIL_IDX,
-                     QS_AVAIL_WRAP, QS_ERR, QS_IDS, QS_USED_WRAP, QS_ERR_VAL, QS_FREE, QS_INFLIGHT, QS_NEXT_DESC, QS_USED_SEEN,
+                     QS_AVAIL_WRAP, QS_ERR, QS_ERR_VAL, QS_FREE, QS_IDS, QS_INFLIGHT,
+                     QS_NEXT_DESC, QS_USED_SEEN, QS_USED_WRAP,
                      VIRTIO_USER_QUEUE)
 
 __all__ = ["queue_alloc", "queue_configure", "queue_release", "queue_down", "queue_up"]

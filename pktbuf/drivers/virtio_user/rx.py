@@ -20,7 +20,8 @@ Per burst (virtio 1.1 §2.6.14, §5.1.6.4):
 
 A used entry that breaks the rules fails the queue (the mbufs of the packet being built are
 freed); the packets completed before it are returned, and the control thread takes the link
-down and frees what the ring still holds.
+down and frees what the ring still holds.  A queue on a packed ring (``Q_PACKED``) runs
+:mod:`.rx_packed` instead.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ from ...rawmem import addr_view
 from ..common.gate import queue_enter, queue_fail, queue_leave
 from ..vhost.layout import A16_RING, DESC_F_WRITE, IDX_MASK
 from .layout import (Q_HDR, Q_MASK, Q_MRG, Q_N, Q_PACKED, Q_POOL, Q_PORT, Q_RX_BATCH,
-                     QS_AVAIL_IDX, QS_UP, QS_BURSTS, QS_BYTES, QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_NOMBUF, QS_PACKETS,
+                     QS_AVAIL_IDX, QS_UP, QS_BURSTS, QS_BYTES, QS_ERRORS, QS_FREE, QS_INFLIGHT,
+                     QS_NOMBUF, QS_PACKETS,
                      QS_USED_SEEN, V_NUM_BUFFERS, V_USED_ID, V_USED_LEN)
 from .rx_packed import rx_packed, rx_refill_packed
 from .vring import (avail_view, desc_pop, desc_push, desc_view, publish_avail, put_desc,

@@ -17,6 +17,8 @@ Per burst (split ring, virtio 1.1 §2.6.13; DPDK 22.11 ``virtio_xmit_pkts``):
    in ``QS_ERRORS``.  A packet that does not fit the free descriptors ends the burst
    (``QS_MISSED``); it and the rest stay the caller's.
 3. one release store of ``avail.idx``, and a kick unless the back end set NO_NOTIFY.
+
+A queue on a packed ring (``Q_PACKED``) runs :func:`~.tx_packed.tx_packed` instead.
 """
 from __future__ import annotations
 
