@@ -1,4 +1,4 @@
-"""pktbuf Tx on a packed virtio-user ring (virtio 1.1 §2.7.21; DPDK 22.11
+"""pktbuf Tx on a packed virtio-user ring (virtio 1.1 §2.7; DPDK 22.11
 ``virtqueue_enqueue_xmit_packed``): the same chains as the split ring, written at consecutive
 ring slots.
 
@@ -7,7 +7,8 @@ ring slots.
    chain's packet is freed (one bulk free at the end), its id goes back on the id stack and the
    used slot moves on by the chain's descriptor count (``chain_len``, private).  With IN_ORDER a
    chain's id is the slot of its first descriptor and one used descriptor may stand for a batch
-   [V1.1 §2.7.9]: every outstanding chain from the oldest through the one named is done.
+   (virtio 1.1 §2.7, "In-order use of descriptors"): every outstanding chain from the oldest
+   through the one named is done.
 2. **post**: as for the split ring (:mod:`.tx`): the header pushed into the headroom of a single
    direct segment, else a header descriptor (the id's 16-byte header slot) and one descriptor
    per segment, NEXT on all but the last, the id in every one.  A packet outside the memory
