@@ -11,7 +11,8 @@ the receiving side's packet rate, whose median is the run's figure (pktbuf: the 
 * ``vhost io``: the device side forwarding ``io`` (every frame sent back) with a testpmd
   ``net_virtio_user`` ``txonly`` peer -- pktbuf's ``net_vhost`` against testpmd's;
 * (``--case fe64`` / ``fe1500``, for attribution, no target) the senders only: pktbuf's
-  ``net_virtio_user`` and testpmd's, each into a testpmd ``net_vhost`` ``rxonly`` receiver.
+  ``net_virtio_user`` and testpmd's, each into a testpmd ``net_vhost`` ``rxonly`` receiver;
+  ``fe64p`` / ``fe1500p`` the same with packed rings (``packed_vq=1``) on both senders.
 
 A round's ratio is pktbuf's figure over testpmd's; the table gives the median over rounds.
 Figures taken on a machine shared with other work are noisy: say so when quoting them.
@@ -38,7 +39,10 @@ CASES = {"64": ("64 B one way, virtio_user -> vhost", 64, "oneway", 1.3),
          "io": ("vhost io, testpmd virtio_user peer", 64, "io", 1.0),
          # attribution (no target): the same sender sides into one testpmd net_vhost rxonly
          "fe64": ("64 B virtio_user -> testpmd vhost", 64, "fe", None),
-         "fe1500": ("1500 B virtio_user -> testpmd vhost", 1500, "fe", None)}
+         "fe1500": ("1500 B virtio_user -> testpmd vhost", 1500, "fe", None),
+         # the same with packed rings on both senders (packed_vq=1)
+         "fe64p": ("64 B virtio_user packed -> testpmd vhost", 64, "fep", None),
+         "fe1500p": ("1500 B virtio_user packed -> testpmd vhost", 1500, "fep", None)}
 DEFAULT = ("64", "1500", "io")
 _seq = 0
 
@@ -150,16 +154,17 @@ def run_case(kind: str, size: int, side: str, warmup: int, samples: int, work: s
             procs.append(_Proc(_testpmd_argv(f"net_virtio_user0,path={sock},queues=1",
                                              "txonly", size, "0@1,1@1"),
                                os.path.join(work, "tx.log")))
-        elif kind == "fe":         # the sender differs, the receiver is testpmd's vhost
+        elif kind in ("fe", "fep"):  # the sender differs, the receiver is testpmd's vhost
+            pv = ",packed_vq=1" if kind == "fep" else ""
             rx = _Proc(_testpmd_argv(f"net_vhost0,iface={sock},queues=1", "rxonly", size,
                                      "0@0,1@0"), os.path.join(work, "rx.log"))
             procs.append(rx)
             if not _wait_path(sock, rx):
                 raise RuntimeError("testpmd net_vhost did not listen: " + rx.text()[-500:])
             time.sleep(1.0)
-            argv = (_pktbuf_argv(f"net_virtio_user0,path={sock}", "txonly", span + 30, size,
-                                 False) if side == "pktbuf" else
-                    _testpmd_argv(f"net_virtio_user0,path={sock},queues=1", "txonly", size,
+            argv = (_pktbuf_argv(f"net_virtio_user0,path={sock}{pv}", "txonly", span + 30,
+                                 size, False) if side == "pktbuf" else
+                    _testpmd_argv(f"net_virtio_user0,path={sock},queues=1{pv}", "txonly", size,
                                   "0@1,1@1"))
             procs.append(_Proc(argv, os.path.join(work, "tx.log")))
         else:                      # io: the measured side is the vhost device
@@ -176,7 +181,8 @@ def run_case(kind: str, size: int, side: str, warmup: int, samples: int, work: s
             procs.append(_Proc(_testpmd_argv(f"net_virtio_user0,path={sock},queues=1",
                                              "txonly", size, "0@1,1@1"),
                                os.path.join(work, "tx.log")))
-        parse = _pktbuf_rates if side == "pktbuf" and kind != "fe" else _testpmd_rates
+        parse = _pktbuf_rates if side == "pktbuf" and kind not in ("fe", "fep") \
+            else _testpmd_rates
         end = time.monotonic() + 120
         while time.monotonic() < end and rx.p.poll() is None:
             rates = parse(rx.text())

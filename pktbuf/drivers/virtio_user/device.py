@@ -46,8 +46,10 @@ S_ACK, S_DRIVER, S_FEATURES_OK, S_DRIVER_OK = 1, 2, 8, 4
 MAX_POOL_REGIONS = P.MAX_REGIONS - 1
 
 
-def features_wanted(queues: int, mrg_rxbuf: bool, in_order: bool) -> int:
+def features_wanted(queues: int, mrg_rxbuf: bool, in_order: bool, packed: bool = False) -> int:
     f = (1 << P.VIRTIO_F_VERSION_1) | (1 << P.VHOST_USER_F_PROTOCOL_FEATURES)
+    if packed:
+        f |= 1 << P.VIRTIO_F_RING_PACKED
     if mrg_rxbuf:
         f |= 1 << P.VIRTIO_NET_F_MRG_RXBUF
     if in_order:
@@ -69,14 +71,14 @@ class VirtioUserDevice:
     """``queues`` queue pairs of ``queue_size`` entries over the socket at ``path``."""
 
     def __init__(self, path: str, pool, *, server: bool, queues: int, queue_size: int,
-                 mrg_rxbuf: bool, in_order: bool, port_id: int):
+                 mrg_rxbuf: bool, in_order: bool, port_id: int, packed: bool = False):
         self.path = path
         self.pool = pool
         self.dom = pool.domain.state
         self.server = server
         self.queues = queues
         self.num = queue_size
-        self.wanted = features_wanted(queues, mrg_rxbuf, in_order)
+        self.wanted = features_wanted(queues, mrg_rxbuf, in_order, packed)
         self.port_id = port_id
         self.vq = [queue_alloc() for _ in range(2 * queues)]   # vring 2k: Rx k, 2k+1: Tx k
         self.features = 0
@@ -240,6 +242,7 @@ class VirtioUserDevice:
         ch.request(P.SET_MEM_TABLE, table, [fd for _, _, fd in regions], ack=True)
         hdr = 12          # VERSION_1 is always negotiated
         mrg = bool(feat >> P.VIRTIO_NET_F_MRG_RXBUF & 1)
+        packed = bool(feat >> P.VIRTIO_F_RING_PACKED & 1)
         for i in order:
             q = self.vq[i]
             kick = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
@@ -248,13 +251,15 @@ class VirtioUserDevice:
             queue_configure(q, desc=desc, avail=avail, used=used, num=self.num, hdrs=hdrs,
                             regions=[(a, s) for a, s, _ in regions], hdr=hdr, mrg=mrg,
                             kickfd=kick, pool_id=self.pool.id, port=self.port_id, vring=i,
-                            in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1))
-            # the driver never wants calls: it polls (avail flags NO_INTERRUPT)
-            mem.region.array[avail - mem.region.address] = 1
+                            in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1), packed=packed)
+            # the driver never wants calls: it polls (split: avail flags NO_INTERRUPT; packed:
+            # the driver event area's flags DISABLE, the u16 after off_wrap)
+            mem.region.array[avail - mem.region.address + (2 if packed else 0)] = 1
             if i % 2 == 0:
                 rx_refill(self.dom, q, -1)
             ch.send(P.SET_VRING_NUM, P.STATE.pack(i, self.num))
-            ch.send(P.SET_VRING_BASE, P.STATE.pack(i, 0))
+            # packed: slot 0, wrap counter 1 in bit 15, as DPDK's front end says
+            ch.send(P.SET_VRING_BASE, P.STATE.pack(i, 0x8000 if packed else 0))
             ch.send(P.SET_VRING_ADDR, P.ADDR.pack(i, 0, desc, used, avail, 0))
             ch.send(P.SET_VRING_KICK, P.U64.pack(i), [kick])
         if proto or feat >> P.VHOST_USER_F_PROTOCOL_FEATURES & 1:

@@ -33,6 +33,7 @@ Q_HDRS = 11              # Tx: host address of the header slots (16 bytes per de
 Q_VRING = 12
 Q_RX_BATCH = 13          # Rx: refill once this many descriptors are free
 Q_IN_ORDER = 14          # IN_ORDER negotiated: Tx chains come back in the order posted
+Q_PACKED = 15            # RING_PACKED negotiated: Q_AVAIL / Q_USED are the event areas
 Q_WORDS = 16
 
 # status words (st); QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL are the burst gate's
@@ -41,6 +42,11 @@ QS_USED_SEEN = 3         # next used index this side reads
 QS_FREE = 4              # free descriptors (the top of ``free``)
 QS_INFLIGHT = 5          # chains (Tx) / buffers (Rx) the back end holds
 QS_NEXT_DESC = 6         # Tx with IN_ORDER: the next descriptor (chains are consecutive)
+# packed rings: QS_AVAIL_IDX / QS_USED_SEEN are slots (0..N-1), with these wrap counters;
+# ``free`` is then a stack of buffer ids (top QS_IDS) and QS_FREE counts free descriptors
+QS_AVAIL_WRAP = 7
+QS_USED_WRAP = 8
+QS_IDS = 9
 QS_PACKETS = 16
 QS_BYTES = 17
 QS_MISSED = 18           # Tx: packets not taken (ring full)
@@ -55,12 +61,14 @@ V_USED_IDX = 1
 V_USED_ID = 2
 V_USED_LEN = 3
 V_NUM_BUFFERS = 4
+V_USED_WRAP = 5
 V_REASONS = {
     V_USED_IDX: "used index ahead of what was made available",
     V_USED_ID: "used id not a descriptor the back end holds (out of range, never given, "
                "or returned twice)",
     V_USED_LEN: "used length past the buffer, or shorter than the virtio-net header",
     V_NUM_BUFFERS: "num_buffers zero or more than the buffers the back end holds",
+    V_USED_WRAP: "packed descriptor flags neither available nor used for the wrap counter",
 }
 
 
@@ -72,9 +80,10 @@ VIRTIO_USER_QUEUE = Layout("virtio_user_queue", [
     ("cfg", np.int64, Q_WORDS),
     ("st", np.int64, QS_WORDS),
     ("regions", np.int64, MAX_REGIONS, (2,)),     # (host address, size) of each shared region
-    ("slot_mb", np.int32, MAX_QUEUE_SIZE),        # mbuf a descriptor holds (Tx: at the head)
+    ("slot_mb", np.int32, MAX_QUEUE_SIZE),        # mbuf a descriptor holds (Tx: at the head;
+                                                  # packed: by buffer id)
     ("slot_cap", np.int32, MAX_QUEUE_SIZE),       # Rx: bytes the buffer was posted with
-    ("chain_len", np.int32, MAX_QUEUE_SIZE),      # Tx: descriptors of the chain at a head
+    ("chain_len", np.int32, MAX_QUEUE_SIZE),      # Tx: descriptors of the chain at a head / id
     ("dnext", np.int32, MAX_QUEUE_SIZE),          # Tx: private next links of a chain
     ("free", np.int32, MAX_QUEUE_SIZE),           # free descriptor stack
     ("scr_mb", np.int32, MAX_QUEUE_SIZE),         # scratch: bulk alloc / free

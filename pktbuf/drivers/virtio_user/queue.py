@@ -13,9 +13,10 @@ from ..._jit import kernel
 from ...buf.mbuf.free import pktmbuf_free
 from ..common.gate import queue_down, queue_up  # noqa: F401
 from .layout import (MAX_QUEUE_SIZE, Q_AVAIL, Q_DESC, Q_HDR, Q_HDRS, Q_IN_ORDER, Q_KICKFD,
-                     Q_MASK, Q_MRG,
+                     Q_MASK, Q_MRG, Q_PACKED,
                      Q_N, Q_NREG, Q_POOL, Q_PORT, Q_RX_BATCH, Q_USED, Q_VRING, QS_AVAIL_IDX,
-                     QS_ERR, QS_ERR_VAL, QS_FREE, QS_INFLIGHT, QS_NEXT_DESC, QS_USED_SEEN,
+                     QS_AVAIL_WRAP, QS_ERR, QS_ERR_VAL, QS_FREE, QS_IDS, QS_INFLIGHT,
+                     QS_NEXT_DESC, QS_USED_SEEN, QS_USED_WRAP,
                      VIRTIO_USER_QUEUE)
 
 __all__ = ["queue_alloc", "queue_configure", "queue_release", "queue_down", "queue_up"]
@@ -45,8 +46,9 @@ def queue_release(dom, q):
 
 def queue_configure(q, *, desc: int, avail: int, used: int, num: int, hdrs: int, regions,
                     hdr: int, mrg: bool, kickfd: int, pool_id: int, port: int,
-                    vring: int, in_order: bool = False) -> None:
-    """Point a down, empty queue at fresh rings: every descriptor free, indices 0."""
+                    vring: int, in_order: bool = False, packed: bool = False) -> None:
+    """Point a down, empty queue at fresh rings: every descriptor free, indices 0 (packed:
+    slots 0, wrap counters 1, every buffer id free)."""
     if not 1 <= num <= MAX_QUEUE_SIZE or num & (num - 1):
         raise ValueError(f"ring size {num}")
     if (q.slot_mb >= 0).any():
@@ -58,6 +60,7 @@ def queue_configure(q, *, desc: int, avail: int, used: int, num: int, hdrs: int,
     c[Q_POOL], c[Q_PORT], c[Q_VRING] = pool_id, port, vring
     c[Q_RX_BATCH] = max(1, min(32, num // 4))
     c[Q_IN_ORDER] = int(in_order)
+    c[Q_PACKED] = int(packed)
     q.regions[:] = 0
     for i, (addr, size) in enumerate(regions):
         q.regions[i] = (addr, size)
@@ -69,5 +72,7 @@ def queue_configure(q, *, desc: int, avail: int, used: int, num: int, hdrs: int,
     st[QS_AVAIL_IDX] = 0
     st[QS_NEXT_DESC] = 0
     st[QS_USED_SEEN] = 0
+    st[QS_AVAIL_WRAP] = st[QS_USED_WRAP] = int(packed)
+    st[QS_IDS] = num
     st[QS_ERR] = 0
     st[QS_ERR_VAL] = 0

@@ -20,7 +20,8 @@ Per burst (virtio 1.1 §2.6.14, §5.1.6.4):
 
 A used entry that breaks the rules fails the queue (the mbufs of the packet being built are
 freed); the packets completed before it are returned, and the control thread takes the link
-down and frees what the ring still holds.
+down and frees what the ring still holds.  A queue on a packed ring (``Q_PACKED``) runs
+:mod:`.rx_packed` instead.
 """
 from __future__ import annotations
 
@@ -34,9 +35,11 @@ from ...buf.mbuf.raw import pktmbuf_alloc_bulk
 from ...rawmem import addr_view
 from ..common.gate import queue_enter, queue_fail, queue_leave
 from ..vhost.layout import A16_RING, DESC_F_WRITE, IDX_MASK
-from .layout import (Q_HDR, Q_MASK, Q_MRG, Q_N, Q_POOL, Q_PORT, Q_RX_BATCH, QS_AVAIL_IDX, QS_UP,
-                     QS_BURSTS, QS_BYTES, QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_NOMBUF, QS_PACKETS,
+from .layout import (Q_HDR, Q_MASK, Q_MRG, Q_N, Q_PACKED, Q_POOL, Q_PORT, Q_RX_BATCH,
+                     QS_AVAIL_IDX, QS_UP, QS_BURSTS, QS_BYTES, QS_ERRORS, QS_FREE, QS_INFLIGHT,
+                     QS_NOMBUF, QS_PACKETS,
                      QS_USED_SEEN, V_NUM_BUFFERS, V_USED_ID, V_USED_LEN)
+from .rx_packed import rx_packed, rx_refill_packed
 from .vring import (avail_view, desc_pop, desc_push, desc_view, publish_avail, put_desc,
                     used_pending, used_view16, used_view32)
 
@@ -48,6 +51,13 @@ MIN_FRAME = 14
 @kernel
 def rx_refill(dom, q, lcore):
     """Post a fresh mbuf on every free descriptor (all or none); returns how many."""
+    if q.cfg[Q_PACKED] != 0:
+        return rx_refill_packed(dom, q, lcore)
+    return rx_refill_split(dom, q, lcore)
+
+
+@kernel
+def rx_refill_split(dom, q, lcore):
     free = q.st[QS_FREE]
     if free == 0:
         return 0
@@ -171,7 +181,7 @@ def rx_split(dom, q, lcore, out, n):
     q.st[QS_PACKETS] += got
     q.st[QS_BYTES] += nbytes
     if q.st[QS_FREE] >= q.cfg[Q_RX_BATCH] and q.st[QS_UP] != 0:
-        rx_refill(dom, q, lcore)
+        rx_refill_split(dom, q, lcore)
     return got
 
 
@@ -181,6 +191,9 @@ def virtio_user_rx_burst(dom, q, lcore, out, n):
     down).  ``q`` is a :data:`~pktbuf.drivers.virtio_user.layout.VIRTIO_USER_QUEUE` block."""
     if not queue_enter(q):
         return 0
-    got = rx_split(dom, q, lcore, out, n)
+    if q.cfg[Q_PACKED] != 0:
+        got = rx_packed(dom, q, lcore, out, n)
+    else:
+        got = rx_split(dom, q, lcore, out, n)
     queue_leave(q)
     return got

@@ -17,6 +17,8 @@ Per burst (split ring, virtio 1.1 §2.6.13; DPDK 22.11 ``virtio_xmit_pkts``):
    in ``QS_ERRORS``.  A packet that does not fit the free descriptors ends the burst
    (``QS_MISSED``); it and the rest stay the caller's.
 3. one release store of ``avail.idx``, and a kick unless the back end set NO_NOTIFY.
+
+A queue on a packed ring (``Q_PACKED``) runs :func:`~.tx_packed.tx_packed` instead.
 """
 from __future__ import annotations
 
@@ -29,13 +31,14 @@ from ...buf.mbuf.layout import F_NOT_DIRECT, NULL
 from ...rawmem import addr_view
 from ..common.gate import queue_enter, queue_fail, queue_leave
 from ..vhost.layout import A16_RING, DESC_F_NEXT, IDX_MASK
-from .layout import (Q_HDR, Q_HDRS, Q_IN_ORDER, Q_MASK, Q_N, Q_NREG, QS_AVAIL_IDX, QS_BURSTS,
+from .layout import (Q_HDR, Q_HDRS, Q_IN_ORDER, Q_MASK, Q_N, Q_PACKED, QS_AVAIL_IDX, QS_BURSTS,
                      QS_BYTES,
                      QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_MISSED, QS_NEXT_DESC, QS_PACKETS,
                      QS_USED_SEEN,
                      V_USED_ID)
-from .vring import (avail_view, desc_pop, desc_push, desc_view, publish_avail, put_desc,
-                    used_pending, used_view16, used_view32)
+from .tx_packed import tx_packed
+from .vring import (avail_view, desc_pop, desc_push, desc_view, in_table, publish_avail,
+                    put_desc, used_pending, used_view16, used_view32)
 
 __all__ = ["virtio_user_tx_burst", "tx_reclaim"]
 
@@ -90,16 +93,6 @@ def tx_desc(q, inorder):
         q.st[QS_FREE] -= 1
         return np.int64(i)
     return desc_pop(q)
-
-
-@kernel(inline="always")
-def in_table(q, a, ln):
-    """Whether ``[a, a + ln)`` lies inside one region of the memory table."""
-    for r in range(q.cfg[Q_NREG]):
-        off = a - q.regions[r, 0]
-        if off >= 0 and off + ln <= q.regions[r, 1]:
-            return True
-    return False
 
 
 @kernel
@@ -201,6 +194,9 @@ def virtio_user_tx_burst(dom, q, lcore, pkts, n):
     yours).  ``q`` is a :data:`~pktbuf.drivers.virtio_user.layout.VIRTIO_USER_QUEUE` block."""
     if not queue_enter(q):
         return 0
-    sent = tx_split(dom, q, lcore, pkts, n)
+    if q.cfg[Q_PACKED] != 0:
+        sent = tx_packed(dom, q, lcore, pkts, n)
+    else:
+        sent = tx_split(dom, q, lcore, pkts, n)
     queue_leave(q)
     return sent

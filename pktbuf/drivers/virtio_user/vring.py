@@ -17,11 +17,11 @@ from ..vhost.layout import A16_IDX, IDX_MASK, USED_F_NO_NOTIFY, U16_FLAGS, U16_I
 # the split-ring views are the back end's: the ring words (Q_DESC ...) are the same
 from ..vhost.vring import avail_view, desc_view, used_view16, used_view32
 from ..vhost.vring import eventfd_signal      # the kick: the same write as vhost's call
-from .layout import Q_KICKFD, QS_FREE, QS_INFLIGHT, QS_KICKS, QS_USED_SEEN, V_USED_IDX
+from .layout import Q_KICKFD, Q_NREG, QS_FREE, QS_INFLIGHT, QS_KICKS, QS_USED_SEEN, V_USED_IDX
 from ..common.gate import queue_fail
 
 __all__ = ["desc_view", "avail_view", "used_view16", "used_view32", "used_pending",
-           "publish_avail", "desc_pop", "desc_push", "put_desc"]
+           "publish_avail", "desc_pop", "desc_push", "put_desc", "in_table"]
 
 
 @kernel(inline="always")
@@ -41,6 +41,16 @@ def put_desc(d64, i, addr, ln, flags, nxt):
     d64[2 * i] = np.uint64(addr)
     d64[2 * i + 1] = np.uint64(ln & 0xFFFFFFFF) | (np.uint64(flags & 0xFFFF) << np.uint64(32)) \
         | (np.uint64(nxt & 0xFFFF) << np.uint64(48))
+
+
+@kernel(inline="always")
+def in_table(q, a, ln):
+    """Whether ``[a, a + ln)`` lies inside one region of the memory table."""
+    for r in range(q.cfg[Q_NREG]):
+        off = a - q.regions[r, 0]
+        if off >= 0 and off + ln <= q.regions[r, 1]:
+            return True
+    return False
 
 
 @kernel(inline="always")

@@ -34,7 +34,9 @@ MAX_QUEUE_PAIRS = 8
 
 class VirtioUserPort(VringPairPort):
     """A virtio-user front end as a port: ``VirtioUserPort(path, pool, server=False,
-    queues=1, queue_size=256, mrg_rxbuf=True, in_order=True)``."""
+    queues=1, queue_size=256, mrg_rxbuf=True, in_order=True, packed_vq=False)``;
+    ``packed_vq=True`` asks for packed rings (used when the back end offers them, else split,
+    as DPDK's front end does)."""
 
     driver = "net_virtio_user"
     kind = K_VIRTIO_USER
@@ -55,9 +57,6 @@ class VirtioUserPort(VringPairPort):
         if not 2 <= queue_size <= MAX_QUEUE_SIZE or queue_size & (queue_size - 1):
             raise InvalidArgument(f"queue_size must be a power of two in 2..{MAX_QUEUE_SIZE}, "
                                   f"got {queue_size}")
-        if packed_vq:
-            raise InvalidArgument("net_virtio_user: packed_vq=1 is not supported yet "
-                                  "(split rings only)")
         super().__init__(name, port_id, pool)
         if int(pool.headroom) < 12:
             raise InvalidArgument("the pool's mbufs need at least 12 bytes of headroom "
@@ -70,7 +69,8 @@ class VirtioUserPort(VringPairPort):
         try:
             self.device = VirtioUserDevice(path, pool, server=self.server, queues=queues,
                                            queue_size=queue_size, mrg_rxbuf=bool(mrg_rxbuf),
-                                           in_order=bool(in_order), port_id=port_id)
+                                           in_order=bool(in_order), port_id=port_id,
+                                           packed=bool(packed_vq))
         except OSError as e:
             how = "listen on" if server else "connect to"
             raise VhostError(f"net_virtio_user: cannot {how} {path!r}: {e.strerror}") from None
