@@ -292,10 +292,11 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         pool = np.int64(m.pool)
         m.state = OBJ_FREE
         start = i
-        i += _U(1)
-        end = min(un, start + _U(FREE_PENDING_SZ))
-        while i < end:
-            h2 = mbufs[i]
+        # the run's length counts up from 1 (one induction variable: `i` is set after the loop)
+        k = _U(1)
+        lim = min(un - start, _U(FREE_PENDING_SZ))
+        while k < lim:
+            h2 = mbufs[start + k]
             if h2 < 0:
                 break
             m2 = mb[_U(h2)]
@@ -306,19 +307,19 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
                 seen = True         # freeable, of another pool: it starts the next run
                 break
             m2.state = OBJ_FREE
-            i += _U(1)
-        if i - start == _U(1):
-            if seen and _U(lcore) < _U(MAX_LCORE):
-                # a run of one ended by a freeable mbuf of another pool: pools may be
-                # alternating, A, B, A, B: the loop of runs of one, with the two caches in
-                # registers (it also frees mbuf `start`)
-                i = _U(_free_alternating(dom, np.int64(lcore), mbufs, np.int64(start), n))
-                seen = False
-                continue
-            # a run of one (a NULL or a shared mbuf next to it): the one-object put, which
-            # is the same operation as a bulk put of 1
-            mempool_put(dom, pool, np.int64(lcore), h)
+            k += _U(1)
+        if k != _U(1):
+            mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start), np.int64(k))
+            i = start + k
+        elif seen and _U(lcore) < _U(MAX_LCORE):
+            # a run of one ended by a freeable mbuf of another pool: pools may be alternating,
+            # A, B, A, B: the loop of runs of one, with the two caches in registers (it frees
+            # mbuf `start` too)
+            i = _U(_free_alternating(dom, np.int64(lcore), mbufs, np.int64(start), n))
+            seen = False
         else:
-            mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start),
-                                np.int64(i - start))
+            # a run of one (a NULL or a shared mbuf next to it): the one-object put, which is
+            # the same operation as a bulk put of 1
+            mempool_put(dom, pool, np.int64(lcore), h)
+            i = start + _U(1)
     return 0
