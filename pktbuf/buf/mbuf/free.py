@@ -14,7 +14,9 @@ maximal run of consecutive freeable single-segment mbufs of one pool to that poo
   (a put of more than half the cache size would bypass it);
 
 and the first chained packet sends the rest of the array through the staged path, where
-segments of every chain are freed one by one as DPDK does.  Both free exactly the same mbufs.
+segments of every chain are freed one by one as DPDK does.  Runs of one that alternate between
+two pools (A, B, A, B) are freed by ``_free_alternating``: the same one-object puts, with both
+caches' lengths in registers (:mod:`pktbuf.buf.mempool.cursor`).  Both free exactly the same mbufs.
 On arrays of direct single-segment mbufs that are each freed by this call (no NULL, no
 still-referenced or indirect entry, no chain) they also make the same sequence of bulk puts,
 so every cache and ring ends in the same state, object for object.  Otherwise the run-grouped
