@@ -413,15 +413,8 @@ class PktmbufPool(Mempool):
         return out[:n] if out.size != n else out
 
     def free_bulk(self, mbufs, *, lcore: int | None = None, staged: bool = False) -> None:
-        """Free packets (of this or any other pool of the domain): see :meth:`Domain.free_bulk`."""
-        if (type(mbufs) is np.ndarray and mbufs.dtype is _I32 and mbufs.ndim == 1
-                and lcore is None and staged is False and mbufs.flags.carray):
-            # Domain.free_bulk's usual call, here to save a Python call: the handles checked
-            # and freed in one compiled call; on anything but success that call has done
-            # nothing, and Domain.free_bulk takes over (and raises, or runs the full check)
-            fc = E.fast_free_bulk_simple
-            if (fc.entry or fc)(self._state, facade_lcore(), mbufs, mbufs.size) == 0:
-                return
+        """Free packets (of this or any other pool of the domain): see :meth:`Domain.free_bulk`
+        (the one path: its usual call is one compiled call there)."""
         self.domain.free_bulk(mbufs, lcore=lcore, staged=staged)
 
     get_bulk = alloc_bulk

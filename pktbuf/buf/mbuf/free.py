@@ -14,7 +14,9 @@ maximal run of consecutive freeable single-segment mbufs of one pool to that poo
   (a put of more than half the cache size would bypass it);
 
 and the first chained packet sends the rest of the array through the staged path, where
-segments of every chain are freed one by one as DPDK does.  Both free exactly the same mbufs.
+segments of every chain are freed one by one as DPDK does.  Runs of one that alternate between
+two pools (A, B, A, B) are freed by ``_free_alternating``: the same one-object puts, with both
+caches' lengths in registers (:mod:`pktbuf.buf.mempool.cursor`).  Both free exactly the same mbufs.
 On arrays of direct single-segment mbufs that are each freed by this call (no NULL, no
 still-referenced or indirect entry, no chain) they also make the same sequence of bulk puts,
 so every cache and ring ends in the same state, object for object.  Otherwise the run-grouped
@@ -33,8 +35,9 @@ import numpy as np
 from ..._jit import always_inline, kernel, never_inline
 from ...atomics import field_fetch_add
 from ...errors import E_INVAL, E_NOMEM
+from ..mempool.cursor import cursor_close, cursor_open, cursor_put
 from ..mempool.kernels import mempool_generic_put, mempool_put
-from ..mempool.layout import OBJ_FREE
+from ..mempool.layout import MAX_LCORE, OBJ_FREE
 from ...rawmem import stack_i32
 from .check import pktmbuf_free_check
 from .indirect import pktmbuf_detach
@@ -189,6 +192,69 @@ def pktmbuf_free_bulk_staged(dom, lcore, mbufs, n):
     return 0
 
 
+@always_inline
+@kernel
+def _alt_step(dom, lcore, mbufs, k, n, h, pid, other, li, cbase, size, clen, hits):
+    """One mbuf of an alternating stretch: ``mbufs[k] == h`` of pool ``pid`` is freeable and
+    marked free.  If the next mbuf is freeable and of the same pool, ``h`` starts a run of two
+    or more: code 2, nothing put.  Otherwise ``h`` is a run of one and is put through the
+    cursor; code 0 if the next mbuf is freeable and of pool ``other`` (it is then marked free
+    and returned as the next ``h``), else code 1.  Returns ``(code, clen, hits, next h)``."""
+    mb = dom.mb
+    j = _U(k) + _U(1)
+    nxt = np.int64(NULL)
+    p2 = np.int64(-1)
+    if j < _U(n):
+        h2 = np.int64(mbufs[j])
+        if h2 >= 0:
+            m2 = mb[_U(h2)]
+            if (m2.next == NULL and m2.refcnt == 1 and (m2.ol_flags & F_NOT_DIRECT) == 0
+                    and m2.nb_segs == 1):
+                p2 = np.int64(m2.pool)
+                if p2 == pid:
+                    return 2, clen, hits, nxt
+                nxt = h2
+    clen, hits = cursor_put(dom, pid, lcore, li, cbase, size, clen, hits, mbufs, k)
+    if p2 != other:
+        return 1, clen, hits, nxt
+    mb[_U(nxt)].state = OBJ_FREE
+    return 0, clen, hits, nxt
+
+
+@never_inline
+@kernel
+def _free_alternating(dom, lcore, mbufs, k, n):
+    """A stretch of runs of one between two pools (A, B, A, B, ...) from ``mbufs[k]``, which is
+    freeable, of pool A and marked free; ``mbufs[k + 1]`` is freeable, of pool B != A and not
+    marked yet.  Each mbuf is the one-object put the run-grouped loop would make, made through
+    a cursor per pool (:mod:`pktbuf.buf.mempool.cursor`): same puts in the same order, the two
+    cache lengths and hit counters in registers until the stretch ends.  Returns the index
+    where the run-grouped loop resumes: every mbuf before it is freed, the one at it is not
+    (it may be marked free already, which the loop does again)."""
+    mb = dom.mb
+    h = np.int64(mbufs[_U(k)])
+    pa = np.int64(mb[_U(h)].pool)
+    pb = np.int64(mb[_U(mbufs[_U(k) + _U(1)])].pool)
+    lia, cba, sza, cla = cursor_open(dom, pa, lcore)
+    lib, cbb, szb, clb = cursor_open(dom, pb, lcore)
+    hia = np.int64(0)
+    hib = np.int64(0)
+    while True:
+        code, cla, hia, h = _alt_step(dom, lcore, mbufs, k, n, h, pa, pb, lia, cba, sza, cla,
+                                      hia)
+        if code != 0:
+            break
+        k += 1
+        code, clb, hib, h = _alt_step(dom, lcore, mbufs, k, n, h, pb, pa, lib, cbb, szb, clb,
+                                      hib)
+        if code != 0:
+            break
+        k += 1
+    cursor_close(dom, pa, lcore, lia, cla, hia)
+    cursor_close(dom, pb, lcore, lib, clb, hib)
+    return k + 1 if code == 1 else k
+
+
 @kernel
 def pktmbuf_free_bulk(dom, lcore, mbufs, n):
     """Free the packets ``mbufs[:n]`` (NULL entries allowed), run-grouped.
@@ -228,10 +294,11 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
         pool = np.int64(m.pool)
         m.state = OBJ_FREE
         start = i
-        i += _U(1)
-        end = min(un, start + _U(FREE_PENDING_SZ))
-        while i < end:
-            h2 = mbufs[i]
+        # the run's length counts up from 1 (one induction variable: `i` is set after the loop)
+        k = _U(1)
+        lim = min(un - start, _U(FREE_PENDING_SZ))
+        while k < lim:
+            h2 = mbufs[start + k]
             if h2 < 0:
                 break
             m2 = mb[_U(h2)]
@@ -242,12 +309,19 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
                 seen = True         # freeable, of another pool: it starts the next run
                 break
             m2.state = OBJ_FREE
-            i += _U(1)
-        if i - start == _U(1):
-            # a run of one (pools alternating, a NULL or a shared mbuf next to it): the
-            # one-object put, which is the same operation as a bulk put of 1
-            mempool_put(dom, pool, np.int64(lcore), h)
+            k += _U(1)
+        if k != _U(1):
+            mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start), np.int64(k))
+            i = start + k
+        elif seen and _U(lcore) < _U(MAX_LCORE):
+            # a run of one ended by a freeable mbuf of another pool: pools may be alternating,
+            # A, B, A, B: the loop of runs of one, with the two caches in registers (it frees
+            # mbuf `start` too)
+            i = _U(_free_alternating(dom, np.int64(lcore), mbufs, np.int64(start), n))
+            seen = False
         else:
-            mempool_generic_put(dom, pool, np.int64(lcore), mbufs, np.int64(start),
-                                np.int64(i - start))
+            # a run of one (a NULL or a shared mbuf next to it): the one-object put, which is
+            # the same operation as a bulk put of 1
+            mempool_put(dom, pool, np.int64(lcore), h)
+            i = start + _U(1)
     return 0
