@@ -307,9 +307,36 @@ def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=
     return [done[u] for u in units if u in done]
 
 
+def _cached_args(disp) -> list | None:
+    """The argument types of the versions of ``disp`` its cache index holds for these sources
+    (a read of the index file, nothing is loaded), or None when it has no index."""
+    cf = getattr(disp._cache, "_cache_file", None)
+    path = getattr(cf, "_index_path", None)
+    if path is None or not os.path.exists(path):
+        return None
+    try:
+        index = cf._load_index()
+    except Exception:          # noqa: BLE001 -- an unreadable index: as good as none
+        return None
+    return [tuple(getattr(k[0], "args", k[0])) for k in index]
+
+
+def _unit_kinds(u: str) -> int:
+    """The port-kind mask the forwarding loop of unit ``u`` (``fwd:...``) is compiled for."""
+    from ..drivers.common import kinds as K
+    from ..ethdev.burst import kinds_mask
+    if u not in UNITS:
+        u = fwd_unit(u[4:].split("+"))
+    return kinds_mask(getattr(K, _KIND_OF[d]) for d in UNITS[u][0])
+
+
 def is_warm(targets=DEFAULT_TARGETS) -> bool:
     """Whether the cache already holds the loops of ``targets`` for these sources (a cheap
-    check of their index files; anything missing still compiles on first use)."""
+    check of their index files; anything missing still compiles on first use).  The
+    forwarding loop is compiled once per set of port kinds: it is warm for a ``fwd:...`` unit
+    only when its index holds the version for that unit's kinds (a loop cached for memif
+    ports does not make ``pktbuf fwd`` over a capture file warm)."""
+    from numba import types
     from .fwd.loop import fwd_loop
     from .traffic import traffic_loop
     for t in targets:
@@ -317,11 +344,13 @@ def is_warm(targets=DEFAULT_TARGETS) -> bool:
             disp = fwd_loop if u.startswith("fwd:") else traffic_loop if u == "traffic" else None
             if disp is None:
                 continue
-            impl = disp._cache._impl if hasattr(disp._cache, "_impl") else None
-            cf = getattr(disp._cache, "_cache_file", None)
-            path = getattr(cf, "_index_path", None)
-            if impl is None or path is None or not os.path.exists(path):
+            cached = _cached_args(disp)
+            if not cached:
                 return False
+            if disp is fwd_loop:
+                want = types.literal(_unit_kinds(u))
+                if not any(a and a[-1] == want for a in cached):
+                    return False
     return True
 
 

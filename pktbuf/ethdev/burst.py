@@ -23,8 +23,10 @@ says what happened in words).
 """
 from __future__ import annotations
 
+from llvmlite import ir
 from numba import types
-from numba.extending import overload
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .._jit import kernel
 from ..drivers.af_packet.layout import AF_PACKET_RXQ, AF_PACKET_TXQ  # noqa: F401
@@ -33,7 +35,7 @@ from ..drivers.af_packet.tx import af_packet_tx_burst
 from ..drivers.af_xdp.layout import AF_XDP_RXQ, AF_XDP_TXQ, AF_XDP_UMEM  # noqa: F401
 from ..drivers.af_xdp.rx import af_xdp_rx_burst
 from ..drivers.af_xdp.tx import af_xdp_tx_burst
-from ..block import block_at
+from ..block import BlockType, block_at
 from ..drivers.ring.burst import eth_ring_rx_burst, eth_ring_tx_burst
 from ..drivers.ring.layout import ETH_RING_QUEUE  # noqa: F401  (block_at needs the layouts known)
 from ..buf.mbuf.layout import MBUF_DTYPE  # noqa: F401
@@ -136,7 +138,6 @@ _BURSTS = {   # kind: (rx kernel, tx kernel, rx queue layout, tx queue layout)
                     "virtio_user_queue"),
 }
 KINDS_ALL = sum(1 << k for k in _BURSTS)
-_OV_OPTIONS = {"nogil": True, "boundscheck": False, "error_model": "numpy", "_nrt": False}
 
 
 def kinds_mask(kinds) -> int:
@@ -149,45 +150,69 @@ def kinds_mask(kinds) -> int:
     return m
 
 
-def rx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
-    """:func:`rx_burst` for the port kinds in the constant mask ``kinds`` (compiled code
-    only); a port of another kind gives 0."""
-    raise NotImplementedError("rx_burst_of is for compiled code")
+def _callee(name):
+    return globals()[name]
 
 
-def tx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
-    """:func:`tx_burst` for the port kinds in the constant mask ``kinds`` (compiled code
-    only); a port of another kind takes nothing."""
-    raise NotImplementedError("tx_burst_of is for compiled code")
+@intrinsic(prefer_literal=True)
+def _switch(typingctx, kinds, rx, kind, dom, addr, lcore, pkts, n):
+    """``kind``'s burst kernel of the constant mask ``kinds`` (``rx``: a constant, Rx or Tx)
+    called on the queue block at ``addr``; 0 for a kind outside the mask.
 
-
-def _burst_impl(kinds, rx: bool):
-    if not isinstance(kinds, types.IntegerLiteral):
+    An intrinsic, not an ``@overload``: the calls are emitted straight into the loop being
+    compiled, each driver's kernel loaded from the cache (or compiled) on its own.  An
+    overload's body would be a function of its own, compiled per mask in every process
+    (overloads are not cached) and optimised again with every driver kernel it calls linked
+    into it -- seconds per loop, cold or warm."""
+    if not isinstance(kinds, types.IntegerLiteral) or not isinstance(rx, types.BooleanLiteral):
         return None
-    mask = int(kinds.literal_value)
-    table, count, idx = ("eth.rxq", "P_NB_RX", 0) if rx else ("eth.txq", "P_NB_TX", 1)
-    lines = ["def impl(kinds, eth, port, queue, lcore, pkts, n):",
-             f"    kind, addr = _queue(eth, {table}, port, queue, {count})",
-             "    dom = eth_domain(eth)"]
+    mask, is_rx = int(kinds.literal_value), bool(rx.literal_value)
+    idx = 0 if is_rx else 1
+    calls = []
     for k, names in _BURSTS.items():
         if mask >> k & 1:
-            lines.append(f"    if kind == {k}:")
-            lines.append(f"        return {names[idx]}(dom, block_at(addr, {names[2 + idx]!r}), "
-                         "lcore, pkts, n)")
-    lines.append("    return 0")
-    ns = dict(globals())
-    exec("\n".join(lines), ns)          # noqa: S102 -- our own text, one branch per kind
-    return ns["impl"]
+            fnty = types.Dispatcher(_callee(names[idx]))
+            qty = BlockType(names[2 + idx])
+            csig = typingctx.resolve_function_type(fnty, (dom, qty, lcore, pkts, n), {})
+            if csig is None:
+                return None
+            calls.append((k, fnty, qty, csig))
+    sig = types.int64(kinds, rx, kind, dom, addr, lcore, pkts, n)
+
+    def codegen(context, builder, sig, args):
+        _, _, kind_v, dom_v, addr_v, lcore_v, pkts_v, n_v = args
+        tys = sig.args
+        i64 = ir.IntType(64)
+        res = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
+        kind_v = context.cast(builder, kind_v, tys[2], types.int64)
+        addr_v = context.cast(builder, addr_v, tys[4], types.int64)
+        for k, fnty, qty, csig in calls:
+            with builder.if_then(builder.icmp_signed("==", kind_v, ir.Constant(i64, k))):
+                q = builder.inttoptr(addr_v, ir.IntType(8).as_pointer())
+                actual = (tys[3], qty, tys[5], tys[6], tys[7])
+                vals = [context.cast(builder, v, t, ct) for v, t, ct in
+                        zip((dom_v, q, lcore_v, pkts_v, n_v), actual, csig.args)]
+                r = context.get_function(fnty, csig)(builder, vals)
+                builder.store(context.cast(builder, r, csig.return_type, types.int64), res)
+        return builder.load(res)
+
+    return sig, codegen
 
 
-@overload(rx_burst_of, prefer_literal=True, jit_options=_OV_OPTIONS)
-def _rx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
-    return _burst_impl(kinds, True)
+@kernel(inline="always")
+def rx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
+    """:func:`rx_burst` for the port kinds in the constant mask ``kinds`` (compiled code
+    only: ``kinds`` must be a compile-time constant); a port of another kind gives 0."""
+    kind, addr = _queue(eth, eth.rxq, port, queue, P_NB_RX)
+    return _switch(kinds, True, kind, eth_domain(eth), addr, lcore, pkts, n)
 
 
-@overload(tx_burst_of, prefer_literal=True, jit_options=_OV_OPTIONS)
-def _tx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
-    return _burst_impl(kinds, False)
+@kernel(inline="always")
+def tx_burst_of(kinds, eth, port, queue, lcore, pkts, n):
+    """:func:`tx_burst` for the port kinds in the constant mask ``kinds`` (compiled code
+    only: ``kinds`` must be a compile-time constant); a port of another kind takes nothing."""
+    kind, addr = _queue(eth, eth.txq, port, queue, P_NB_TX)
+    return _switch(kinds, False, kind, eth_domain(eth), addr, lcore, pkts, n)
 
 
 @kernel

@@ -85,3 +85,30 @@ def test_cold_report_names_the_kernels(tmp_path):
     assert all(0 <= c["self_s"] <= c["total_s"] for u in data["units"] for c in u["compiled"])
     assert "eth_ring_rx_burst" in out and "self s" in out
     assert not (tmp_path / "unused").exists()     # the report compiled into a temporary cache
+
+
+def test_a_loop_cached_for_other_port_kinds_is_not_warm(monkeypatch):
+    # the forwarding loop is compiled once per set of port kinds: a cache that holds it for
+    # memif ports (a demo ran) must not make `pktbuf fwd` over a capture file skip the
+    # parallel compile
+    from numba import types
+    import pktbuf.apps.compile as c
+    from pktbuf.apps.fwd.loop import fwd_loop
+    from pktbuf.drivers.common.kinds import K_MEMIF, K_PCAP, K_RING
+    from pktbuf.ethdev.burst import kinds_mask
+    held = {fwd_loop: [(types.int64, types.literal(kinds_mask([K_MEMIF])))]}
+    monkeypatch.setattr(c, "_cached_args", lambda disp: held.get(disp))
+    assert c.is_warm(["fwd:memif"])
+    assert not c.is_warm(["fwd:pcap"])
+    assert not c.is_warm(["fwd:memif", "fwd:pcap"])
+    assert not c.is_warm(["demo"])                      # the traffic loop is not cached
+    held[fwd_loop].append((types.int64, types.literal(kinds_mask([K_PCAP, K_RING]))))
+    assert c.is_warm(["fwd:ring+pcap"]) and not c.is_warm(["fwd:ring"])
+
+
+def test_cached_args_reads_the_index():
+    import pktbuf.apps.compile as c
+    from pktbuf.block import BlockType
+    from pktbuf.drivers.pcap.rx import pcap_rx_error
+    pcap_rx_error.compile((BlockType("pcap_rxq"),))     # compiled or loaded: in the index now
+    assert (BlockType("pcap_rxq"),) in c._cached_args(pcap_rx_error)
