@@ -60,8 +60,11 @@ class L3fwdSide:
                                  '/sys/fs/bpf; exec "$@"'), "sh"]
         pre += ["timeout", "--kill-after=5", str(lifetime)]
         if who == "pktbuf":
-            self.argv = pre + [sys.executable, "-m", "pktbuf.apps.l3fwd", "-l", str(FWD_CPU)] + \
-                vd + ["--"] + app + ["--record-core-cycles", "--no-idle-backoff"]
+            # -P: no working directory on sys.path, so the pktbuf that runs is the one of
+            # PYTHONPATH (this tree), not a checkout the benchmark happens to be started in
+            self.argv = pre + [sys.executable, "-P", "-m", "pktbuf.apps.l3fwd", "-l",
+                               str(FWD_CPU)] + vd + ["--"] + app + \
+                ["--record-core-cycles", "--no-idle-backoff"]
         else:
             prefix = f"pbl3b-{os.getpid()}-{time.monotonic_ns() % 10**9}"
             mem = 2048 if lookup == "em" else 512
