@@ -13,11 +13,12 @@ the sink counts them.
 Cases (the targets of the project's issue 24):
 
 * ``memif_lpm``: two memif interfaces (the forwarder the server, the generator the client).
-  First, per side, one session: an unpaced probe and a loss-free rate search -- bisection on the
-  offered rate in (0, ceiling], a trial ``--trial-seconds`` long passing when the sink got
-  every packet offered (a burst the forwarder's Rx ring did not take is lost), a failed trial
-  retried once, stopping when the bracket is within ``--resolution`` of the ceiling (the
-  ceiling: 1.2 x the most either side absorbed unpaced).  Then ``--rounds`` alternating rounds
+  First, per side, one session with an unpaced probe; then one session per side with a
+  loss-free rate search -- bisection on the offered rate in (0, ceiling], the same ceiling
+  for both (1.2 x the most either side absorbed unpaced), a trial ``--trial-seconds`` long
+  passing when the sink got every packet offered (a burst the forwarder's Rx ring did not
+  take is lost), a failed trial retried once, stopping when the bracket is within
+  ``--resolution`` of the ceiling.  Then ``--rounds`` alternating rounds
   at one fixed offered load, ``--share`` x the lower loss-free rate (below both sides'
   capacity): busy cycles per forwarded packet.
 * ``afxdp_lpm``: the same forwarders on ``net_af_xdp`` ports over two veth pairs in a network
@@ -148,8 +149,9 @@ def _failed(side) -> dict:
 def measure(kind: str, lookup: str, exe, *, rounds: int, seconds: float, probe_seconds: float,
             share: float, search: bool, trial_seconds: float, resolution: float,
             max_trials: int, rate: float | None = None, quick: bool = False) -> dict:
-    """One case: per side a first session (probe, and with ``search`` the loss-free search),
-    then ``rounds`` alternating fixed-load sessions.  ``rate``: the fixed load, skipping the
+    """One case: per side a first session (the probe), with ``search`` a second one (the
+    loss-free search, one ceiling for both sides), then ``rounds`` alternating fixed-load
+    sessions.  ``rate``: the fixed load, skipping the
     choice.  ``quick`` (needs ``rate``): the fixed load runs in the first session, and the
     search starts from it (a smoke test: the rate found is a lower bound)."""
     from .ports_afpacket import search_loss_free
@@ -168,20 +170,27 @@ def measure(kind: str, lookup: str, exe, *, rounds: int, seconds: float, probe_s
                 if side.status != "ok":
                     res["sides"][who].update(_failed(side))
                     continue
-                p = phase(tr.gen, side, 0, probe_seconds)
-                res["sides"][who]["probe"] = p
-                if search and p["status"] == "ok":
-                    top = 1.2 * max(p["gen"].get("taken", p["gen"]["sent"]) / p["gen"]["seconds"],
-                                    1.0)
-                    if fixed_in_first:          # --quick: from the fixed load down
-                        top = rate
-                    s = search_loss_free(tr.gen, top, trial_seconds, resolution, max_trials)
-                    res["sides"][who]["search"] = s
+                res["sides"][who]["probe"] = phase(tr.gen, side, 0, probe_seconds)
                 if fixed_in_first and side.status == "ok":
                     res["sides"][who]["runs"].append(phase(tr.gen, side, rate, seconds))
                 if side.status != "ok":
                     res["sides"][who].update(_failed(side))
         ok = [w for w in sides if res["sides"][w]["status"] == "ok"]
+        if search:
+            # one ceiling for both sides, so that both searches try the same rates: 1.2 x
+            # the most either side absorbed unpaced (--quick: from the fixed load down)
+            took = [p["gen"]["taken"] / p["gen"]["seconds"]
+                    for p in (res["sides"][w]["probe"] for w in ok) if p["status"] == "ok"]
+            top = rate if fixed_in_first else 1.2 * max(took + [1.0])
+            res["search_ceiling_pps"] = top
+            for who in ok:
+                with tr.session(who, lookup, exe) as side:
+                    if side.status == "ok":
+                        res["sides"][who]["search"] = search_loss_free(
+                            tr.gen, top, trial_seconds, resolution, max_trials)
+                    if side.status != "ok":
+                        res["sides"][who].update(_failed(side))
+            ok = [w for w in sides if res["sides"][w]["status"] == "ok"]
         if rate is None:
             if search:
                 caps = [res["sides"][w]["search"]["loss_free_pps"] for w in ok]

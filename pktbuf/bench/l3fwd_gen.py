@@ -12,7 +12,8 @@ server), with :func:`memif_gen_loop`: the pacing of :func:`.ports_gen.gen_loop` 
 ``period_ns`` on the monotonic clock; a schedule more than 1 ms late restarts from now) over
 memif.  Over memif the generator's Tx ring *is* the forwarder's Rx ring, so a burst the ring
 does not take whole is the forwarder's loss: ``sent`` counts every packet offered (taken or
-not), ``taken`` what the ring took, and loss = ``sent - received``.  Over AF_XDP the generator
+not), ``taken`` what the ring took, and loss = ``sent - received``.  The clients' control
+threads run on the generator's CPU too, off the forwarder's.  Over AF_XDP the generator
 is :class:`.ports_gen.Generator` (AF_PACKET on the veth peers) with these headers.
 """
 from __future__ import annotations
@@ -113,8 +114,15 @@ class MemifGenerator:
     def connect(self, timeout: float = 30.0) -> bool:
         from ..drivers.memif.api.memif import Memif
         self.disconnect()
-        for i, s in enumerate(self.socks):
-            self.c.append(Memif.client(s, pool=self.pool, name=f"l3b-gen-{i}", port=i))
+        # the clients' control threads inherit this thread's CPU: the generator's, never the
+        # forwarder's (whose CPU then runs nothing of this process)
+        old = os.sched_getaffinity(0)
+        try:
+            os.sched_setaffinity(0, {self.cpu})
+            for i, s in enumerate(self.socks):
+                self.c.append(Memif.client(s, pool=self.pool, name=f"l3b-gen-{i}", port=i))
+        finally:
+            os.sched_setaffinity(0, old)
         end = time.monotonic() + timeout
         return all(c.wait_connected(max(0.1, end - time.monotonic())) for c in self.c)
 

@@ -4,7 +4,9 @@
 
 Both get the same ports (``--vdev``), the same l3fwd options (``-p 0x3 --config
 "(0,0,1),(1,0,1)" --parse-ptype --lookup MODE``: one forwarding lcore polling both ports, the
-default routes), run on CPU 1 (pktbuf under ``taskset -c 1``; DPDK as EAL's ``-l 1``), busy-poll
+default routes), run their lcore on CPU 1 (EAL's ``-l 1`` for both: the forwarding thread
+pinned there, the control threads -- memif's socket loop, DPDK's interrupt thread -- on the
+other CPUs, :mod:`pktbuf.apps.l3fwd.placement`), busy-poll
 (pktbuf: ``--no-idle-backoff``) and print at SIGINT the same line, ``L3FWD: busy cycles=C
 packets=N tsc_hz=H`` (pktbuf: ``--record-core-cycles``), and the sums so far on SIGUSR1:
 :meth:`L3fwdSide.snapshot` asks for one, so one process serves a probe, a fixed-load run and
@@ -58,8 +60,10 @@ class L3fwdSide:
                                  '/sys/fs/bpf; exec "$@"'), "sh"]
         pre += ["timeout", "--kill-after=5", str(lifetime)]
         if who == "pktbuf":
-            self.argv = pre + ["taskset", "-c", str(FWD_CPU), sys.executable, "-m",
-                               "pktbuf.apps.l3fwd"] + vd + ["--"] + app + \
+            # -P: no working directory on sys.path, so the pktbuf that runs is the one of
+            # PYTHONPATH (this tree), not a checkout the benchmark happens to be started in
+            self.argv = pre + [sys.executable, "-P", "-m", "pktbuf.apps.l3fwd", "-l",
+                               str(FWD_CPU)] + vd + ["--"] + app + \
                 ["--record-core-cycles", "--no-idle-backoff"]
         else:
             prefix = f"pbl3b-{os.getpid()}-{time.monotonic_ns() % 10**9}"
@@ -106,8 +110,8 @@ class L3fwdSide:
         return False
 
     def _target(self) -> int:
-        """The forwarder's pid: ``timeout``'s only child (``ip netns exec``, ``sh -c exec``
-        and ``taskset`` exec in place)."""
+        """The forwarder's pid: ``timeout``'s only child (``ip netns exec`` and ``sh -c exec``
+        exec in place)."""
         try:
             with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
                 kids = f.read().split()

@@ -12,6 +12,9 @@ otherwise -- and with one lcore -- they are threads of this process (one per lco
 queue polled by its lcore, Tx on queue ``i`` of every port for the ``i``-th lcore), and the
 command says why.  The tables, pools and ports of a process: :mod:`.setup`.
 
+With EAL's ``-l`` / ``-c`` (:mod:`.placement`) lcore N forwards on CPU N only and the ports'
+control threads start on the other CPUs, as EAL places its own.
+
 The stage (:func:`pktbuf.apps.l3fwd.kernels.l3fwd_stage`) and its loop are compiled -- or
 loaded from the cache -- before any port opens: a failure is reported then.
 
@@ -22,6 +25,7 @@ its input (a capture file without ``infinite_rx``), as ``pktbuf fwd`` does; ``--
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -34,6 +38,7 @@ from ..stage.abi import F_RX, F_STAGE_DROP, F_TX, F_TX_DROP, R_ALL_EOF, R_PORT_E
 from ..stage.api import StageRunner
 from . import lcores as L
 from . import options as O
+from . import placement as PL
 from . import routes as R
 from .setup import (EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SLICE, Board, Failure, Tables, em4_key,
                     em6_key, cycles_text, fill_eth, make_cfg, make_state, pcap_as_dpdk,
@@ -74,6 +79,18 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
         print("EAL: Error - exit with code: 1\n  Cause: Failed to add rules", file=err)
         return EXIT_FAILURE
     lcores = o.lcores()
+    if o.cpus is not None:
+        bad = PL.unavailable(o.cpus, os.sched_getaffinity(0))
+        if bad:
+            print(f"EAL: Error - exit with code: 1\n  Cause: lcore {bad[0]} unavailable: CPU "
+                  f"{bad[0]} is not in this process's CPU set", file=err)
+            return EXIT_FAILURE
+        off = [lc for lc in lcores if lc not in o.cpus]
+        if off:
+            say(f"error: lcore {off[0]} is not enabled in lcore mask")
+            print("EAL: Error - exit with code: 1\n  Cause: check_lcore_params failed",
+                  file=err)
+            return EXIT_FAILURE
     stop = stop or threading.Event()
     if len(lcores) > 1:
         why = L.why_threads(o)
@@ -82,7 +99,10 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
         say(f"L3FWD: lcores {','.join(map(str, lcores))} as threads of one process: {why}")
     vdevs = [v.replace("{worker}", "0") for v in o.vdevs]
     bd, runners = None, []
+    affinity = os.sched_getaffinity(0)
     try:
+        if o.cpus is not None:      # the ports' control threads start on the other CPUs
+            os.sched_setaffinity(0, PL.control_cpus(o.cpus, affinity))
         bd = Board(o, v4, v6, len(lcores))
         bd.open(vdevs, say)
         ports = bd.ports
@@ -123,7 +143,8 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
                     say(cycles_line(runners, hz))
 
         say("L3FWD: entering main loop")
-        status = _forward(runners, stop, seconds, tick)
+        status = _forward(runners, stop, seconds, tick,
+                          cpus=lcores if o.cpus is not None else None)
         _summary(say, runners, ports)
         if hz is not None:
             say(cycles_line(runners, hz))
@@ -138,13 +159,20 @@ def run(argv, *, out=None, seconds: float | None = None, stop: threading.Event |
         if bd is not None:
             bd.close_ports(say)
             bd.close_pools()
+        if o.cpus is not None:
+            os.sched_setaffinity(0, affinity)
 
 
-def _forward(runners, stop, seconds, tick=lambda: None) -> int:
+def _forward(runners, stop, seconds, tick=lambda: None, cpus=None) -> int:
+    """Run every runner (one: in this thread; several: a thread each) until ``stop``, the
+    deadline, an error or the end of the input.  ``cpus``: runner i's thread runs on
+    ``cpus[i]`` only (``-l`` / ``-c``)."""
     deadline = None if seconds is None else time.monotonic() + seconds
     status = [EXIT_OK] * len(runners)
 
     def one(i, r):
+        if cpus is not None:
+            PL.pin(cpus[i])
         while not stop.is_set():
             rc = r.run(SLICE)
             if len(runners) == 1:

@@ -4,9 +4,11 @@
 ``examples/l3fwd/main.c``, ``parse_args`` and its helpers), so that a user's command line
 works as it is:
 
-* before ``--``: ``--vdev DEV`` (repeatable: the ports, in order) and EAL's common options,
-  accepted and ignored (``-l``, ``-n``, ``-m``, ``--no-huge``, ``--no-pci``, ``--file-prefix``,
-  ...): pktbuf has no EAL;
+* before ``--``: ``--vdev DEV`` (repeatable: the ports, in order), ``-l CORELIST`` /
+  ``-c COREMASK`` (lcore N runs on CPU N, the control threads elsewhere, as EAL places them:
+  :mod:`.placement`; the first of the two given counts) and EAL's other common options,
+  accepted and ignored (``--lcores``, ``-n``, ``-m``, ``--no-huge``, ``--no-pci``,
+  ``--file-prefix``, ...): pktbuf has no EAL;
 * after ``--``: ``-p PORTMASK`` (hex, required), ``--config "(port,queue,lcore)[,...]"``,
   ``--lookup lpm|em|fib`` (or ``-L`` / ``-E``), ``--rule_ipv4 FILE``, ``--rule_ipv6 FILE``,
   ``--eth-dest X,MAC`` (repeatable), ``--parse-ptype``, ``-P``, ``--ipv6``,
@@ -32,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...errors import cli_number
+from .placement import parse_corelist, parse_coremask
 
 __all__ = ["Options", "UsageError", "parse", "parse_portmask", "parse_config",
            "parse_eth_dest", "parse_mac"]
@@ -81,6 +84,7 @@ class Options:
     tx_queue_size: int | None = None
     record_cycles: bool = False
     idle_backoff: bool = True
+    cpus: list | None = None     # -l / -c: the enabled lcores, each on the CPU of its id
 
     def lcores(self) -> list[int]:
         return sorted({lc for _, _, lc in self.config})
@@ -179,8 +183,9 @@ def parse_eth_dest(s: str) -> tuple[int, bytes]:
     return port, parse_mac(s[m.end() + 1:])
 
 
-def _eal(args: list[str]) -> list[str]:
-    vdevs = []
+def _eal(args: list[str]) -> tuple[list[str], list[int] | None]:
+    """The ports (``--vdev``) and the lcores of ``-l`` / ``-c`` (None when neither)."""
+    vdevs, cpus = [], None
     i = 0
     while i < len(args):
         a = args[i]
@@ -196,13 +201,21 @@ def _eal(args: list[str]) -> list[str]:
                                       and not a.startswith("--")):
             if not eq and a in EAL_WITH_ARG:
                 i += 1                             # -l 0 / --file-prefix x: skip the value
+                val = args[i] if i < len(args) else ""
+            elif not eq and not a.startswith("--"):
+                name, val = a[:2], a[2:]           # -l1
+            if name in ("-l", "-c") and cpus is None:
+                try:
+                    cpus = parse_corelist(val) if name == "-l" else parse_coremask(val)
+                except ValueError as e:
+                    raise UsageError(f"{name}: {e}") from None
         elif name in EAL_FLAGS:
             pass
         else:
             raise UsageError(f"unknown EAL option {a!r} (pktbuf l3fwd takes --vdev and "
                              "ignores EAL's common options)")
         i += 1
-    return vdevs
+    return vdevs, cpus
 
 
 class _Parser(argparse.ArgumentParser):
@@ -246,7 +259,8 @@ def parse(argv: list[str]) -> Options:
         eal, app = argv[:k], argv[k + 1:]
     else:
         eal, app = argv, []
-    o = Options(vdevs=_eal(eal))
+    vdevs, cpus = _eal(eal)
+    o = Options(vdevs=vdevs, cpus=cpus)
     ns, extra = _l3fwd_parser().parse_known_args(app)
     if extra:
         raise UsageError(f"unknown option(s): {' '.join(extra)}")
