@@ -26,8 +26,9 @@ leaves dropped packets dropped).
 
 The loop then frees the dropped packets and counts them per reason (``drops[reason]``; a
 negative ``dest`` past the last declared reason, or a port id past the port table, counts in
-the last slot, :data:`DROP_INVALID`), and sends the rest with one Tx burst per destination
-port, each port's packets in their received order.
+the last slot, :data:`DROP_INVALID`), and queues the rest in per-port Tx buffers, sent a
+burst at a time and drained before the loop returns (:mod:`pktbuf.apps.stage.loop`), each
+port's packets in their received order.
 """
 from __future__ import annotations
 

@@ -41,6 +41,8 @@ __all__ = ["MAX_BURST", "Stage", "StageError", "StageRunner", "export_fd", "file
            "import_fd"]
 
 MAX_BURST = 512
+BURST_TX_DRAIN_US = 100         # l3fwd's: the Tx buffers' timed drain
+MAX_TX_DRAIN_US = 3_600_000_000
 NPARAMS = 7
 PARAMS = "(state, dom, rx_port, pkts, n, dest, cnt)"
 
@@ -292,7 +294,10 @@ class StageRunner:
     through ``stage``.  ``txq``: the Tx queue this lcore sends on; ``lcore``: its id (mempool
     cache); ``idle_backoff``: back off when polls find nothing (pktbuf fwd's default);
     ``record_cycles``: count the busy TSC cycles (:meth:`busy_cycles`), as testpmd's
-    ``--record-core-cycles`` (off: the loop reads no clock for it).  ``kinds``: the mask of
+    ``--record-core-cycles`` (off: the loop reads no clock for it).  ``tx_drain_us``: the
+    period of the timed drain of the per-port Tx buffers (:mod:`pktbuf.apps.stage.loop`;
+    l3fwd's ``BURST_TX_DRAIN_US``); they are drained after an idle round and before every
+    return of :meth:`run` too.  ``kinds``: the mask of
     the port kinds the compiled loop serves (default: the kinds of the ports open in
     ``ports``, every kind if none is); should a port of another kind be open when the loop
     runs, the loop for the wider mask is taken (compiled or loaded) -- never a port that
@@ -300,9 +305,11 @@ class StageRunner:
 
     def __init__(self, ports, stage: Stage, streams, *, lcore: int = 0, txq: int = 0,
                  burst: int = 32, idle_backoff: bool = True, record_cycles: bool = False,
-                 kinds: int | None = None):
+                 kinds: int | None = None, tx_drain_us: float = BURST_TX_DRAIN_US):
         if not 1 <= burst <= MAX_BURST:
             raise InvalidArgument(f"burst must be in 1..{MAX_BURST}")
+        if not 0 <= tx_drain_us <= MAX_TX_DRAIN_US:
+            raise InvalidArgument(f"tx_drain_us must be in 0..{MAX_TX_DRAIN_US}")
         st = np.asarray(list(streams), dtype=np.int64).reshape(-1, 3)
         if st.size and (st.min() < 0 or st[:, [0, 2]].max() >= MAX_PORTS):
             raise InvalidArgument(f"stream port ids must be in 0..{MAX_PORTS - 1}")
@@ -310,6 +317,7 @@ class StageRunner:
         self.lcore, self.txq, self.burst = int(lcore), int(txq), int(burst)
         self.idle_max_us = IDLE_SLEEP_MAX_US if idle_backoff else -1
         self.record_cycles = bool(record_cycles)
+        self.tx_drain_ns = int(tx_drain_us * 1000)
         self.cnt = np.zeros((MAX_PORTS, F_WORDS), np.int64)
         self.scnt = np.zeros(max(1, len(stage.counters)), np.int64)
         self.drops = np.zeros(len(stage.drop_reasons) + 1, np.int64)
@@ -317,7 +325,6 @@ class StageRunner:
         self._pk = np.zeros(burst, np.int32)
         self._txbuf = np.zeros((MAX_PORTS, burst), np.int32)
         self._txn = np.zeros(MAX_PORTS, np.int64)
-        self._touched = np.zeros(MAX_PORTS, np.int64)
         self.kinds = kinds_of_ports(ports) if kinds is None else int(kinds)
         self._loop = None
 
@@ -332,7 +339,7 @@ class StageRunner:
         return int(self._loop(self.ports.state, self.lcore, self.streams, self.txq,
                                    self.burst, self.stage.state, self.cnt, self.scnt,
                                    self.drops, self._dest, self._pk, self._txbuf, self._txn,
-                                   self._touched, deadline, self.idle_max_us,
+                                   deadline, self.tx_drain_ns, self.idle_max_us,
                                    self.record_cycles))
 
     def busy_cycles(self) -> int:

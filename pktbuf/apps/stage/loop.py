@@ -1,5 +1,7 @@
-"""The stage loop: receive a burst, let the stage decide every packet, free the drops, send the
-rest with one Tx burst per destination port (each port's packets in their received order).
+"""The stage loop: receive a burst, let the stage decide every packet, free the drops, queue
+the rest in per-port Tx buffers (each port's packets in their received order) and send a
+port's buffer when it holds a burst -- DPDK l3fwd's Tx path (``send_single_packet`` /
+``send_packetsx4`` in ``l3fwd_common.h``, the ``BURST_TX_DRAIN_US`` drain of its main loops).
 
 This file is also the **template** of every generated loop (:mod:`pktbuf.apps.stage.gen`):
 the generator copies it, replacing the one line marked ``STAGE-HOOK`` by imports of the user's
@@ -15,9 +17,18 @@ Streams are ``(rx port, rx queue, default Tx port)``; every Tx burst goes to que
 (``time.monotonic_ns`` clock), a queue stopped by an error (``R_PORT_ERROR``, at the end of the
 round that saw it), or every stream's Rx queue at its end (``R_ALL_EOF``).
 
-The do-nothing case costs one store and one compare per packet over io forwarding: ``dest`` is
-prefilled with the default port, and when the stage left every packet on one valid port the
-burst goes out from ``pkts`` itself, without the per-port gather.
+**Tx buffers.**  One per port, of one burst (``txbuf[port]``, ``txn[port]`` packets).  A
+buffer is sent when it is full; a burst the stage left on one port whose buffer is empty, and
+that is a full burst, is sent from ``pkts`` itself (no copy: the io-like case).  The buffers are
+drained -- every one that holds something sent -- when ``drain_ns`` passed since the last timed
+drain (l3fwd's ``BURST_TX_DRAIN_US`` = 100 by default, on the loop's clock, which it reads once
+per round anyway), after a round that received nothing, and before every return (deadline,
+port error, end of input), so the loop never returns with a packet held.  What a Tx queue does not take is freed
+and counted (``F_TX_DROP``) when the buffer is sent, as l3fwd's ``send_burst`` frees it.
+
+The do-nothing case costs one store and one compare per packet over io forwarding, and one
+load and compare per burst: ``dest`` is prefilled with the default port, and when the stage
+left every full burst on one valid port with an empty buffer it goes out from ``pkts``.
 """
 from __future__ import annotations
 
@@ -77,27 +88,69 @@ def streams_broken(eth, streams, txq):
     return False
 
 
+@kernel(inline="always")
+def _buffer(eth, dom, d, txq, lcore, pk, n, txbuf, txn, burst, cnt):
+    """Append ``pk[:n]`` to port ``d``'s Tx buffer, sending it each time it holds ``burst``
+    packets (l3fwd's ``send_packetsx4``).  True when a Tx queue was stopped by an error."""
+    row = txbuf[d]
+    c = txn[d]
+    failed = False
+    for i in range(n):
+        row[c] = pk[i]
+        c += 1
+        if c >= burst:
+            if _send(eth, dom, d, txq, lcore, row, c, cnt):
+                failed = True
+            c = 0
+    txn[d] = c
+    return failed
+
+
+@kernel
+def tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles):
+    """Send what every port's Tx buffer holds (l3fwd's drain of ``qconf->tx_mbufs``); what a
+    queue does not take is freed and counted in ``F_TX_DROP``.  Leaves ``txn`` all 0.  With
+    ``record_cycles``, the cycles of each send are added to ``cnt[port, F_BUSY_CYCLES]`` of
+    the port sent on (the Tx work of packets the Rx iterations only buffered).  True when a
+    Tx queue was stopped by an error."""
+    failed = False
+    for d in range(txn.size):
+        c = txn[d]
+        if c > 0:
+            t0 = tsc_read() if record_cycles else 0
+            txn[d] = 0
+            if _send(eth, dom, d, txq, lcore, txbuf[d], c, cnt):
+                failed = True
+            if record_cycles:
+                cnt[d, F_BUSY_CYCLES] += tsc_read() - t0
+    return failed
+
+
 @kernel
 def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, pk, txbuf, txn,
-               touched, deadline_ns, idle_max_us, record_cycles):
+               deadline_ns, drain_ns, idle_max_us, record_cycles):
     """Forward through ``run_stage`` until the deadline, an error or the end of every input.
 
     ``streams``: int64[S, 3]; ``cnt``: int64[ports, F_WORDS] (``txbuf.shape[0]`` ports);
     ``scnt``: the stage's counters; ``drops``: int64[reasons + 1], per drop reason, the last
     slot for undeclared reasons and port ids outside the table; scratch: ``dest``, ``pk``:
-    int32[>= burst], ``txbuf``: int32[ports, >= burst], ``txn``, ``touched``: int64[ports]
-    (``txn`` all 0 on entry, and so on exit).  ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s
+    int32[>= burst]; the Tx buffers: ``txbuf``: int32[ports, >= burst], ``txn``:
+    int64[ports] the packets each holds (all 0 on entry, and so on every return: the loop
+    drains them before it returns).  ``drain_ns``: the period of the timed drain.
+    ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s
     cap.  ``record_cycles``: add the TSC cycles of every stream iteration that received
     packets, from before its Rx burst to after its last Tx burst, to ``cnt[rx port,
-    F_BUSY_CYCLES]`` (testpmd's ``--record-core-cycles``; pktbuf fwd's count).
+    F_BUSY_CYCLES]``, and those of every drain that sent something to the Tx port's
+    (testpmd's ``--record-core-cycles``; pktbuf fwd's count).
     """
     dom = eth_domain(eth)
     mb = dom.mb
     ns = streams.shape[0]
-    maxp = txbuf.shape[0]
+    maxp = min(txbuf.shape[0], txn.size)
     nr = drops.shape[0]
     burst = min(burst, pk.size, dest.size, txbuf.shape[1])
     idle = 0
+    last_drain = now_ns()
     while True:
         work = 0
         failed = False
@@ -119,29 +172,34 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             cnt[rxp, F_RX_BYTES] += nbytes
             work += n
             run_stage(state, dom, rxp, pk, n, dest, scnt)
-            # the common case (io, or a stage that routes a burst one way): send pk as it is
+            # the common case (io, or a stage that routes a burst one way): a full burst for
+            # an empty buffer goes out from pk as it is, anything else joins the buffer
             # (an OR of differences, not an early exit: LLVM vectorizes it)
             d0 = dest[0]
             diff = 0
             for i in range(1, n):
                 diff |= dest[i] ^ d0
             if diff == 0 and d0 >= 0 and d0 < maxp:
-                if _send(eth, dom, d0, txq, lcore, pk, n, cnt):
+                if n >= burst and txn[d0] == 0:
+                    if _send(eth, dom, d0, txq, lcore, pk, n, cnt):
+                        failed = True
+                elif _buffer(eth, dom, d0, txq, lcore, pk, n, txbuf, txn, burst, cnt):
                     failed = True
                 if record_cycles:
                     cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
                 continue
-            nt = 0
             nd = 0
             for i in range(n):
                 d = dest[i]
                 if d >= 0 and d < maxp:
                     c = txn[d]
-                    if c == 0:
-                        touched[nt] = d
-                        nt += 1
                     txbuf[d, c] = pk[i]
-                    txn[d] = c + 1
+                    c += 1
+                    if c >= burst:
+                        if _send(eth, dom, d, txq, lcore, txbuf[d], c, cnt):
+                            failed = True
+                        c = 0
+                    txn[d] = c
                 else:
                     r = -1 - d
                     if d >= 0 or r >= nr - 1:
@@ -153,17 +211,15 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             if nd > 0:
                 pktmbuf_free_bulk(dom, lcore, dest, nd)
                 cnt[rxp, F_STAGE_DROP] += nd
-            for t in range(nt):
-                d = touched[t]
-                c = txn[d]
-                txn[d] = 0
-                if _send(eth, dom, d, txq, lcore, txbuf[d], c, cnt):
-                    failed = True
             if record_cycles:
                 cnt[rxp, F_BUSY_CYCLES] += tsc_read() - t0
         if failed:
+            tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles)
             return R_PORT_ERROR
         if work == 0:
+            # an idle round drains the buffers: nothing waits for the timer on a quiet input
+            if tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles):
+                return R_PORT_ERROR
             if streams_broken(eth, streams, txq):
                 return R_PORT_ERROR
             if streams_at_eof(eth, streams):
@@ -172,5 +228,12 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             idle += 1
         else:
             idle = 0
-        if now_ns() >= deadline_ns:
+        now = now_ns()
+        if now >= deadline_ns:
+            if tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles):
+                return R_PORT_ERROR
             return R_DEADLINE
+        if now - last_drain >= drain_ns:
+            last_drain = now
+            if tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles):
+                return R_PORT_ERROR
