@@ -1,7 +1,8 @@
 """The stage loop's per-port Tx buffers (l3fwd's ``tx_mbufs``): a port's packets wait in its
-buffer until it holds a burst, and leave -- in their received order -- on the timed drain, after
-a round that received nothing, and before every return of the loop (deadline, end of input,
-port error), so nothing stays behind; what a Tx queue does not take is freed and counted."""
+buffer until it holds a burst, and leave -- in their received order -- on the timed drain, when
+an idle loop is about to yield or sleep (a busy-polling one leaves it to the timer, as l3fwd
+does), and before every return of the loop (deadline, end of input, port error), so nothing
+stays behind; what a Tx queue does not take is freed and counted."""
 from __future__ import annotations
 
 import os
@@ -112,7 +113,7 @@ def test_a_busy_loop_holds_a_partial_burst_until_the_deadline_then_sends_it():
         close_all(fw, loop)
 
 
-def test_an_idle_round_drains_the_buffers():
+def test_an_idle_loop_drains_the_buffers_before_it_backs_off():
     rx, out = pktbuf.Ring(1024), pktbuf.Ring(1024)
     fw = Forwarder([wired(rx, pktbuf.Ring(64)), wired(pktbuf.Ring(64), out)], stage=S.make())
     run = StageRunner(fw.ports, fw.stage, [(0, 0, 1)], tx_drain_us=NEVER)
@@ -121,10 +122,30 @@ def test_an_idle_round_drains_the_buffers():
         a = [plain(i) for i in range(5)]
         inject(fw, rx, a)
         took = wait_for(out, 5, t, 10.0)
-        assert took is not None and t.is_alive()   # no timer: the idle round sent them
+        assert took is not None and t.is_alive()   # no timer: the back-off's drain sent them
         t.join()
         assert rc == [R_DEADLINE]
         assert drain(fw, out) == a
+    finally:
+        close_all(fw)
+
+
+def test_a_busy_polling_idle_loop_leaves_the_drain_to_the_timer():
+    """With the back-off off (``--no-idle-backoff``, DPDK's polling) empty rounds do not drain:
+    a partial burst waits for the timer -- or, with no timer, for the deadline."""
+    rx, out = pktbuf.Ring(1024), pktbuf.Ring(1024)
+    fw = Forwarder([wired(rx, pktbuf.Ring(64)), wired(pktbuf.Ring(64), out)], stage=S.make())
+    run = StageRunner(fw.ports, fw.stage, [(0, 0, 1)], idle_backoff=False, tx_drain_us=NEVER)
+    try:
+        t, rc = in_thread(run, 1.5)
+        a = [plain(i) for i in range(5)]
+        inject(fw, rx, a)
+        time.sleep(0.5)
+        assert len(out) == 0 and t.is_alive() and len(rx) == 0   # received, held
+        t.join()
+        assert rc == [R_DEADLINE]
+        assert drain(fw, out) == a                  # the deadline drained them
+        assert not run._txn.any()
     finally:
         close_all(fw)
 

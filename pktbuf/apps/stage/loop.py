@@ -22,7 +22,8 @@ buffer is sent when it is full; a burst the stage left on one port whose buffer 
 that is a full burst, is sent from ``pkts`` itself (no copy: the io-like case).  The buffers are
 drained -- every one that holds something sent -- when ``drain_ns`` passed since the last timed
 drain (l3fwd's ``BURST_TX_DRAIN_US`` = 100 by default, on the loop's clock, which it reads once
-per round anyway), after a round that received nothing, and before every return (deadline,
+per round anyway), when an idle loop is about to yield or sleep (a busy-polling loop, which
+only pauses, leaves it to the timer, as l3fwd does), and before every return (deadline,
 port error, end of input), so the loop never returns with a packet held.  What a Tx queue does not take is freed
 and counted (``F_TX_DROP``) when the buffer is sent, as l3fwd's ``send_burst`` frees it.
 
@@ -41,7 +42,7 @@ from pktbuf.atomics import tsc_read
 from pktbuf.buf.mbuf.free import pktmbuf_free_bulk
 from pktbuf.ethdev.burst import (KINDS_ALL, eth_domain, rx_burst_of, rx_queue_eof,
                                  rx_queue_error, tx_burst_of, tx_queue_error)
-from pktbuf.idle import idle_backoff, now_ns
+from pktbuf.idle import IDLE_PAUSE, idle_action, idle_backoff, now_ns
 
 from pktbuf.apps.stage.abi import noop_stage as run_stage  # STAGE-HOOK
 
@@ -217,12 +218,17 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles)
             return R_PORT_ERROR
         if work == 0:
-            # an idle round drains the buffers: nothing waits for the timer on a quiet input
-            if tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles):
-                return R_PORT_ERROR
+            # an idle loop about to yield or sleep drains the buffers first: its timer would
+            # not run while it waits (busy polling only ever pauses: the timer drains)
+            if idle_action(idle, idle_max_us) != IDLE_PAUSE:
+                if tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles):
+                    return R_PORT_ERROR
             if streams_broken(eth, streams, txq):
+                tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles)
                 return R_PORT_ERROR
             if streams_at_eof(eth, streams):
+                if tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles):
+                    return R_PORT_ERROR
                 return R_ALL_EOF
             idle_backoff(idle, idle_max_us)
             idle += 1
