@@ -99,6 +99,7 @@ def test_same_mbufs_freed_on_any_input(recipe):
             assert p.audit() == p.avail_count
         pools[0].free_bulk(np.array(keep, np.int32), lcore=0)
         assert [p.avail_count for p in pools] == [256, 256]
+        close_pools(pools)
     (c1, f1, r1, _), (c2, f2, r2, _) = results
     assert c1 == c2 and f1 == f2 and np.array_equal(r1, r2)
 
@@ -145,6 +146,13 @@ def build3(cache, n=512):
     return d, [PktmbufPool(n, cache, 256, domain=d) for _ in range(3)]
 
 
+def close_pools(pools):
+    """Close the pools of one example (their memory and file descriptors go now, not at some
+    later garbage collection: hypothesis runs hundreds of examples in one process)."""
+    for p in pools:
+        p.close(force=True)
+
+
 @st.composite
 def pool_order(draw):
     """Which pool each array entry is from: blocks of pools alternating (p, q, p, q, ...),
@@ -186,6 +194,7 @@ def test_identical_state_any_pool_order(order, cache, warm, lcore):
         states.append([full_state(p) for p in pools])
         for p in pools:
             assert p.audit() == p.avail_count
+        close_pools(pools)
     for s_staged, s_run in zip(*states):
         for k in s_staged:
             assert np.array_equal(s_staged[k], s_run[k]), k
