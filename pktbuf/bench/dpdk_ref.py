@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import select
 import shlex
 import shutil
 import subprocess
@@ -35,6 +34,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..fdwait import readable
 
 SOURCE = Path(__file__).with_name("dpdk_ref.c")
 TIMEOUT_S = 600.0          # one command may take this long before the program counts as hung
@@ -192,7 +193,7 @@ class DpdkRef:
             left = deadline - time.monotonic()
             if left <= 0:
                 self._fail(f"gave no answer within {self.timeout:.0f} s")
-            ready, _, _ = select.select([fd], [], [], left)
+            ready = readable([fd], left)
             if ready:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:

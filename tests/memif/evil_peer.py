@@ -11,7 +11,6 @@ import array
 import mmap
 import os
 import random
-import select
 import socket
 import sys
 import time
@@ -21,6 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from pktbuf.drivers.memif import layout as L  # noqa: E402
 from pktbuf.drivers.memif import proto as P  # noqa: E402
+from pktbuf.fdwait import readable  # noqa: E402
 
 LOG2 = 6
 N = 1 << LOG2
@@ -33,7 +33,7 @@ def send(sock, msg, fd=None):
 
 
 def recv(sock, timeout=5.0):
-    r, _, _ = select.select([sock], [], [], timeout)
+    r = readable([sock], timeout)
     if not r:
         raise TimeoutError
     data, anc, _, _ = sock.recvmsg(256, socket.CMSG_SPACE(64))
@@ -50,7 +50,7 @@ def recv(sock, timeout=5.0):
 
 def dropped(sock):
     """True if pktbuf sent DISCONNECT or closed."""
-    r, _, _ = select.select([sock], [], [], 0)
+    r = readable([sock], 0)
     if not r:
         return False
     try:
@@ -174,7 +174,7 @@ def run_server(path, deadline, rng, stats):
     ls.listen(1)
     print("LISTENING", flush=True)
     while time.monotonic() < deadline:
-        r, _, _ = select.select([ls], [], [], 0.2)
+        r = readable([ls], 0.2)
         if not r:
             continue
         sock, _ = ls.accept()

@@ -7,7 +7,6 @@ In CI these tests must run: ``.ci/run`` installs dpdk-dev; without it they fail 
 import json
 import os
 import pty
-import select
 import shutil
 import subprocess
 import time
@@ -15,6 +14,7 @@ import time
 import pytest
 
 from pktbuf import PktmbufPool
+from pktbuf.fdwait import readable
 from pktbuf.telemetry.server import Telemetry
 
 from .helpers import INFO_KEYS, MEMPOOL_KEYS, STATS_KEYS, StubPort
@@ -125,7 +125,7 @@ def test_interactive_on_a_terminal(app, prefix):
         nonlocal out
         end = time.monotonic() + timeout
         while token not in out and time.monotonic() < end:
-            r, _, _ = select.select([fd], [], [], 0.2)
+            r = readable([fd], 0.2)
             if r:
                 try:
                     out += os.read(fd, 65536)

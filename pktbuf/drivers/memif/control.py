@@ -10,7 +10,7 @@ view of them).
 :class:`ControlLoop` is the one thread per socket that runs them: it accepts (server) or
 connects (client, reconnecting if asked), moves messages, notices EOF and DISCONNECT, and
 every few milliseconds asks its interfaces whether a data-path kernel has taken a queue down
-after a validation failure (then it disconnects with that reason).  It sleeps in ``select``
+after a validation failure (then it disconnects with that reason).  It sleeps in ``poll``
 when there is nothing to do, so an idle interface costs no CPU.
 
 Lock-step (docs/memif.md, "Handshake"): the client sends INIT only after HELLO and each next
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import array
 import os
-import select
 import socket
 import threading
 import time
 
 from . import proto as P
 from ...errors import ProtocolError
+from ...fdwait import readable
 
 _ANC = socket.CMSG_SPACE(8 * 4) + socket.CMSG_SPACE(12)  # room for a few fds + ucred
 _RECV = 2 * P.MSG_SIZE
@@ -337,7 +337,7 @@ class ControlLoop:
         rl = [self._wake_r] + [c.sock for c in self._conns]
         if self._listen is not None:
             rl.append(self._listen)
-        r, _, _ = select.select(rl, [], [], self.TICK)
+        r = readable(rl, self.TICK)
         with self._lock:
             if self._stop:
                 return

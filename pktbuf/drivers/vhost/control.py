@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import array
 import os
-import select
 import socket
 import threading
 import time
 
+from ...fdwait import readable
 from . import proto as P
 
 __all__ = ["ControlLoop"]
@@ -143,7 +143,7 @@ class ControlLoop:
                 s.close()
                 self._stop.wait(_RETRY_S)
                 return None
-        r, _, _ = select.select([self._lsock], [], [], _POLL_S)
+        r = readable([self._lsock], _POLL_S)
         if not r or self._stop.is_set():
             return None
         try:
@@ -159,7 +159,7 @@ class ControlLoop:
             if fault is not None:
                 return fault
             try:
-                r, _, _ = select.select([conn], [], [], _POLL_S)
+                r = readable([conn], _POLL_S)
             except (OSError, ValueError):
                 return "socket closed"
             if not r:

@@ -24,12 +24,12 @@ rings held and closes every fd.
 from __future__ import annotations
 
 import os
-import select
 import socket
 import threading
 import time
 
 from ..vhost import proto as P
+from ...fdwait import readable
 from .client import Channel
 from .layout import QS_ERR, QS_ERR_VAL, reason as v_reason
 from .queue import queue_alloc, queue_configure, queue_down, queue_release, queue_up
@@ -139,7 +139,7 @@ class VirtioUserDevice:
     def _connect(self):
         if self.server:
             try:
-                r, _, _ = select.select([self._lsock], [], [], _POLL_S)
+                r = readable([self._lsock], _POLL_S)
             except (OSError, ValueError):
                 self._stop.wait(_POLL_S)
                 return None
@@ -165,7 +165,7 @@ class VirtioUserDevice:
                 if q.st[QS_ERR]:
                     return f"vring {i}: {v_reason(q.st[QS_ERR], q.st[QS_ERR_VAL])}"
             try:
-                r, _, _ = select.select([sock], [], [], _POLL_S)
+                r = readable([sock], _POLL_S)
             except (OSError, ValueError):
                 return "socket closed"
             if not r:
