@@ -211,3 +211,29 @@ def test_kernels_callable_from_user_njit():
     out = np.zeros(2, np.int64)
     route(t, np.array([ip("10.1.1.1"), ip("11.1.1.1")], np.uint32), out)
     assert out.tolist() == [7, ENOENT]
+
+
+def test_lookupx4_any_integer_arrays():
+    """The vector fast path reads addresses and writes next hops of any integer dtype and
+    layout (strided views too), the tbl8 path as well; each answer as lpm_lookup's."""
+    t = L.create4(16, 4)
+    assert lpm_add(t, ip("10.0.0.0"), 8, 1) == 0
+    assert lpm_add(t, ip("10.1.2.0"), 24, 2) == 0
+    assert lpm_add(t, ip("10.1.2.128"), 25, 3) == 0         # a tbl8 group under 10.1.2.0/24
+    quads = [["10.9.9.9", "10.1.2.1", "10.1.2.200", "11.0.0.0"],     # one through tbl8
+             ["10.9.9.9", "10.1.3.1", "12.0.0.1", "10.0.0.0"]]       # tbl24 only
+    for q in quads:
+        a = [ip(x) for x in q]
+        want = [r if r >= 0 else 0xFFFFFFF0 for r in (lpm_lookup(t, x) for x in a)]
+        for idt in (np.uint32, np.int64, np.uint64):
+            for hdt in (np.uint32, np.int32, np.int64, np.uint64):
+                ips = np.array(a, idt)
+                hop = np.zeros(4, hdt)
+                assert lpm_lookupx4(t, ips, hop, 0xFFFFFFF0) == 0
+                assert [int(x) & 0xFFFFFFFF for x in hop] == want, (q, idt, hdt)
+                wide = np.zeros(12, idt)
+                wide[::3] = a
+                out = np.zeros(8, hdt)
+                assert lpm_lookupx4(t, wide[::3], out[::2], 0xFFFFFFF0) == 0
+                assert [int(x) & 0xFFFFFFFF for x in out[::2]] == want
+                assert not out[1::2].any()                   # nothing written between

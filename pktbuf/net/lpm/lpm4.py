@@ -62,6 +62,7 @@ from .layout import (
     VALID_GROUP,
 )
 from .rules import rule4_find, rule4_insert, rule4_remove
+from .x4 import tbl24_x4
 
 __all__ = [
     "lpm_add",
@@ -145,49 +146,56 @@ def lpm_lookup_bulk(lpm, ips, next_hops, n):
             return 0
 
 
-@always_inline
+@never_inline
 @kernel
-def lpm_lookupx4(lpm, ips, hop, defv):
-    """``rte_lpm_lookupx4``: the next hops of ``ips[0:4]`` into ``hop[0:4]``, ``defv`` for a
-    miss.  Returns 0, or ``-EINVAL`` if either array has fewer than 4 elements."""
-    if ips.shape[0] < 4 or hop.shape[0] < 4:
-        return E_INVAL
+def _x4_tbl8(lpm, ips, hop, defv):
+    """``lpm_lookupx4`` once some tbl24 entry was a group pointer: all four again, tbl24 and
+    tbl8, between two reads of the free counter.  Out of line: the rare path keeps its
+    registers out of the callers' loops."""
     t24 = lpm.tbl24
-    a0 = np.int64(ips[0])
-    a1 = np.int64(ips[1])
-    a2 = np.int64(ips[2])
-    a3 = np.int64(ips[3])
-    # four independent first loads, issued together
-    e0 = np.int64(t24[(a0 >> 8) & 0xFFFFFF])
-    e1 = np.int64(t24[(a1 >> 8) & 0xFFFFFF])
-    e2 = np.int64(t24[(a2 >> 8) & 0xFFFFFF])
-    e3 = np.int64(t24[(a3 >> 8) & 0xFFFFFF])
-    if ((e0 | e1 | e2 | e3) & VALID_GROUP) != 0:
-        # some go on to tbl8: all four again between two reads of the free counter
-        t8 = lpm.tbl8
-        m = lpm.meta
-        while True:
-            s = load_acquire(m, M_FREE_EPOCH)
-            e0 = np.int64(t24[(a0 >> 8) & 0xFFFFFF])
-            e1 = np.int64(t24[(a1 >> 8) & 0xFFFFFF])
-            e2 = np.int64(t24[(a2 >> 8) & 0xFFFFFF])
-            e3 = np.int64(t24[(a3 >> 8) & 0xFFFFFF])
-            if (e0 & VALID_EXT) == VALID_EXT:
-                e0 = np.int64(t8[(e0 & NH_MASK) * GROUP_ENTRIES + (a0 & 0xFF)])
-            if (e1 & VALID_EXT) == VALID_EXT:
-                e1 = np.int64(t8[(e1 & NH_MASK) * GROUP_ENTRIES + (a1 & 0xFF)])
-            if (e2 & VALID_EXT) == VALID_EXT:
-                e2 = np.int64(t8[(e2 & NH_MASK) * GROUP_ENTRIES + (a2 & 0xFF)])
-            if (e3 & VALID_EXT) == VALID_EXT:
-                e3 = np.int64(t8[(e3 & NH_MASK) * GROUP_ENTRIES + (a3 & 0xFF)])
-            fence_acquire()
-            if load_relaxed(m, M_FREE_EPOCH) == s:
-                break
-    d = np.int64(defv)
+    t8 = lpm.tbl8
+    m = lpm.meta
+    a0 = np.int64(ips[0]) & 0xFFFFFFFF
+    a1 = np.int64(ips[1]) & 0xFFFFFFFF
+    a2 = np.int64(ips[2]) & 0xFFFFFFFF
+    a3 = np.int64(ips[3]) & 0xFFFFFFFF
+    while True:
+        s = load_acquire(m, M_FREE_EPOCH)
+        e0 = np.int64(t24[a0 >> 8])
+        e1 = np.int64(t24[a1 >> 8])
+        e2 = np.int64(t24[a2 >> 8])
+        e3 = np.int64(t24[a3 >> 8])
+        if (e0 & VALID_EXT) == VALID_EXT:
+            e0 = np.int64(t8[(e0 & NH_MASK) * GROUP_ENTRIES + (a0 & 0xFF)])
+        if (e1 & VALID_EXT) == VALID_EXT:
+            e1 = np.int64(t8[(e1 & NH_MASK) * GROUP_ENTRIES + (a1 & 0xFF)])
+        if (e2 & VALID_EXT) == VALID_EXT:
+            e2 = np.int64(t8[(e2 & NH_MASK) * GROUP_ENTRIES + (a2 & 0xFF)])
+        if (e3 & VALID_EXT) == VALID_EXT:
+            e3 = np.int64(t8[(e3 & NH_MASK) * GROUP_ENTRIES + (a3 & 0xFF)])
+        fence_acquire()
+        if load_relaxed(m, M_FREE_EPOCH) == s:
+            break
+    d = np.int64(defv) & 0xFFFFFFFF
     hop[0] = (e0 & NH_MASK) if e0 & VALID else d
     hop[1] = (e1 & NH_MASK) if e1 & VALID else d
     hop[2] = (e2 & NH_MASK) if e2 & VALID else d
     hop[3] = (e3 & NH_MASK) if e3 & VALID else d
+
+
+@always_inline
+@kernel
+def lpm_lookupx4(lpm, ips, hop, defv):
+    """``rte_lpm_lookupx4``: the next hops of ``ips[0:4]`` into ``hop[0:4]``, ``defv`` (a
+    32-bit value, as DPDK's ``uint32_t``) for a miss.  Returns 0, or ``-EINVAL`` if either
+    array has fewer than 4 elements.
+
+    The four tbl24 reads and the result are vector code (:func:`.x4.tbl24_x4`); only when an
+    entry points to a tbl8 group are all four looked up again, out of line."""
+    if ips.shape[0] < 4 or hop.shape[0] < 4:
+        return E_INVAL
+    if tbl24_x4(lpm.tbl24, ips, 0, hop, defv):
+        _x4_tbl8(lpm, ips, hop, defv)
     return 0
 
 
