@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
+from ..._jit import always_inline, kernel
 from ...errors import E_INVAL
 from ...buf.mbuf.layout import NULL
 from ...buf.mbuf.offload import mbuf_tx_offload
@@ -68,6 +68,7 @@ def _one(dom, h, layers, hl, lens, buf):
     return pt
 
 
+@always_inline
 @kernel
 def net_get_ptype(dom, h, layers):
     """Parse packet ``h`` as ``rte_net_get_ptype(m, &hl, layers)``, store the type in its
