@@ -17,12 +17,19 @@ spread of the figures over the searches is the figure's repeatability.
 Alternating sessions instead (one forwarder process per trial) would pay a process start per
 trial -- seconds for pktbuf's, whose compiled loops load at start -- and put those starts, not
 forwarding, between the two sides' trials.
+
+Each trial records, besides the generator's counts, ``waited``: the share of it the
+forwarder's busiest thread was runnable but off its CPU, and ``gen_waited``, the same for this
+process (the generator): :class:`.memif_runs.Interference`.  A trial lost to a preemption
+shows there.
 """
 from __future__ import annotations
 
+import os
 import time
 
 from .lossfree import RateSearch, interleave
+from .memif_runs import Interference
 
 SETTLE_S = 0.1
 
@@ -33,9 +40,13 @@ def _trial_fn(live: dict, seconds: float, settle: float):
         if side.proc is None or side.proc.poll() is not None:
             return {"status": "failed", "reason": f"{who} l3fwd exited during the search"}
         side.resume()
+        fwd, own = Interference(), Interference()
         try:
             time.sleep(settle)
+            fwd.start([side._target()])
+            own.start([os.getpid()])
             g = gen.run(rate, seconds)
+            g["waited"], g["gen_waited"] = fwd.stop(), own.stop()
         finally:
             held = side.pause()
         if not held:

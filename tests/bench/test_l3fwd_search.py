@@ -3,6 +3,7 @@
 :meth:`L3fwdSide.pause` / :meth:`L3fwdSide.resume`, and the table's loss-free row."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -142,6 +143,9 @@ class _FakeSide:
     def resume(self):
         self.log.append((self.who, "resume"))
 
+    def _target(self):
+        return os.getpid()
+
     def pause(self):
         self.log.append((self.who, "pause"))
         return self.held
@@ -169,7 +173,7 @@ def test_each_trial_continues_its_side_and_holds_it_again():
     trial = _trial_fn(live, 0.01, 0.0)
     for w in ("pktbuf", "dpdk", "pktbuf"):
         g = trial(w, 1000.0)
-        assert g["lost"] == 0
+        assert g["lost"] == 0 and 0 <= g["waited"] <= 1 and 0 <= g["gen_waited"] <= 1
     assert log == [(w, a) for w in ("pktbuf", "dpdk", "pktbuf")
                    for a in ("resume", "run", "pause")]
     sides["dpdk"].held = False                  # it exited: pause could not stop it
