@@ -51,6 +51,7 @@ import time
 from ..errors import cli_number
 from . import l3fwd_gen as LG
 from . import lossfree as LF
+from .l3fwd_search import SETTLE_S, run_searches
 from .l3fwd_sides import L3fwdSide, dpdk_exe
 from .memif_runs import Interference
 
@@ -155,7 +156,6 @@ def _search(res: dict, ok: list, lookup: str, exe, top: float, **kw) -> dict:
     """The loss-free searches (:mod:`.l3fwd_search`): every side in ``ok`` up at once on its
     own memif sockets, held while the other runs; per side the searches' results go to
     ``res["sides"][who]["searches"]``, a side that fails is marked failed."""
-    from .l3fwd_search import SETTLE_S, run_searches
     per = kw["trial_seconds"] + 0.3 + SETTLE_S + 0.2        # a trial, its drain, its turns
     life = int(900 + kw["searches"] * len(ok) * kw["max_trials"] * per)
     with contextlib.ExitStack() as st:
