@@ -13,14 +13,16 @@ the sink counts them.
 Cases (the targets of the project's issue 24):
 
 * ``memif_lpm``: two memif interfaces (the forwarder the server, the generator the client).
-  First, per side, one session with an unpaced probe; then one session per side with a
-  loss-free rate search -- bisection on the offered rate in (0, ceiling], the same ceiling
-  for both (1.2 x the most either side absorbed unpaced), a trial ``--trial-seconds`` long
-  passing when the sink got every packet offered (a burst the forwarder's Rx ring did not
-  take is lost), a failed trial retried once, stopping when the bracket is within
-  ``--resolution`` of the ceiling.  Then ``--rounds`` alternating rounds
-  at one fixed offered load, ``--share`` x the lower loss-free rate (below both sides'
-  capacity): busy cycles per forwarded packet.
+  First, per side, one session with an unpaced probe; then one session of both sides at
+  once (each on its own memif sockets, the one not under trial held with SIGSTOP:
+  :mod:`.l3fwd_search`) for ``--searches`` loss-free rate searches, their trials interleaved
+  (pktbuf, DPDK, pktbuf, ...) -- per side a bisection on the offered rate in (0, ceiling],
+  the same ceiling for both (1.2 x the most either side absorbed unpaced), each probed rate
+  passing when most of its ``--trials-per-rate`` trials of ``--trial-seconds`` lost at most
+  ``--goal-loss`` of what they offered (0: none; :mod:`.lossfree`), stopping when the
+  bracket is within ``--resolution`` of the ceiling; the figure is the median over the
+  searches.  Then ``--rounds`` alternating rounds at one fixed offered load, ``--share`` x
+  the lower loss-free figure (below both sides' capacity): busy cycles per forwarded packet.
 * ``afxdp_lpm``: the same forwarders on ``net_af_xdp`` ports over two veth pairs in a network
   namespace the benchmark creates and removes (generator: AF_PACKET on the peers); fixed load
   ``--share`` x the lower unpaced rate at the sink.
@@ -28,10 +30,11 @@ Cases (the targets of the project's issue 24):
 * ``stage_io``: :mod:`.stage` -- the do-nothing stage's loop against ``pktbuf fwd``'s io mode,
   ns per packet on two ``net_ring`` loopback ports, alternating slices.
 
-Figures are medians over the rounds; the ratio is pktbuf's median over DPDK's, with the
-spread of the per-round ratios.  Each session's figures are differences of two snapshots of
-the forwarder's counts (SIGUSR1), so one process serves a session.  A reference that fails is
-reported as failed (and the command exits 1).
+Figures are medians over the rounds (the loss-free rate: over the searches); the ratio is
+pktbuf's median over DPDK's, with the spread of the per-round (per-search) ratios.  Each
+session's figures are differences of two snapshots of the forwarder's counts (SIGUSR1), so one
+process serves a session.  A reference that fails is reported as failed (and the command
+exits 1).
 
 ``pktbuf bench l3fwd [--quick] [--json PATH] [--cases a,b] [--rounds N] [--seconds S] ...``
 """
@@ -47,6 +50,8 @@ import time
 
 from ..errors import cli_number
 from . import l3fwd_gen as LG
+from . import lossfree as LF
+from .l3fwd_search import SETTLE_S, run_searches
 from .l3fwd_sides import L3fwdSide, dpdk_exe
 from .memif_runs import Interference
 
@@ -76,7 +81,7 @@ class Transport:
         tag = f"{os.getpid()}-{time.monotonic_ns() % 10**9}"
         if kind == "memif":
             self.socks = [f"/pktbuf-l3b-{tag}-{i}" for i in range(2)]
-            self.gen = LG.MemifGenerator(self.socks, cpu=GEN_CPU)
+            self.gen = LG.MemifGenerator(self.socks, cpu=GEN_CPU, tag=f"-{tag}")
         else:
             from . import ports_gen as G
             G.warm()            # compiled here, not inside the first timed run
@@ -98,10 +103,11 @@ class Transport:
         return [f"net_af_xdp{i},iface=f{i}" for i in range(2)]
 
     @contextlib.contextmanager
-    def session(self, who: str, lookup: str, exe):
+    def session(self, who: str, lookup: str, exe, lifetime: int = 900):
         """One forwarder process, started, fed, stopped; yields the side (status says)."""
         side = L3fwdSide(who, self.vdevs(who), lookup, netns=self.ns.name if self.ns else None,
-                         bpffs=self.ns is not None and who == "dpdk", exe=exe)
+                         bpffs=self.ns is not None and who == "dpdk", exe=exe,
+                         lifetime=lifetime)
         try:
             if side.start() and self.kind == "memif" and not self.gen.connect():
                 side.status, side.reason = "failed", f"{who} l3fwd: memif did not connect"
@@ -146,20 +152,54 @@ def _failed(side) -> dict:
     return {"status": "failed", "reason": side.reason}
 
 
+def _search(res: dict, ok: list, lookup: str, exe, top: float, **kw) -> dict:
+    """The loss-free searches (:mod:`.l3fwd_search`): every side in ``ok`` up at once on its
+    own memif sockets, held while the other runs; per side the searches' results go to
+    ``res["sides"][who]["searches"]``, a side that fails is marked failed."""
+    per = kw["trial_seconds"] + 0.3 + SETTLE_S + 0.2        # a trial, its drain, its turns
+    life = int(900 + kw["searches"] * len(ok) * kw["max_trials"] * per)
+    with contextlib.ExitStack() as st:
+        trs, live, sides = {}, {}, {}
+        for who in ok:
+            trs[who] = Transport("memif")
+            st.callback(trs[who].close)
+        for who in ok:
+            side = st.enter_context(trs[who].session(who, lookup, exe, lifetime=life))
+            sides[who] = side
+            if side.status == "ok" and not side.pause():
+                side.status, side.reason = "failed", f"{who} l3fwd did not stop on SIGSTOP"
+            if side.status == "ok":
+                live[who] = (side, trs[who].gen)
+        out = run_searches(live, top, **kw) if live else {"rounds": [], "results": {}}
+        for who, rs in out["results"].items():
+            res["sides"][who]["searches"] = rs
+            bad = [r for r in rs if r["status"] != "ok"]
+            if bad:
+                sides[who].status, sides[who].reason = "failed", bad[0]["reason"]
+        st.close()                  # stops the forwarders: a side that died says so here
+        for who, side in sides.items():
+            if side.status != "ok":
+                res["sides"][who].update(_failed(side))
+    return {"ceiling_pps": top, "rounds": out["rounds"],
+            "rule": {k: kw[k] for k in ("searches", "trials_per_rate", "goal_loss",
+                                        "trial_seconds", "resolution", "max_trials")}}
+
+
 def measure(kind: str, lookup: str, exe, *, rounds: int, seconds: float, probe_seconds: float,
             share: float, search: bool, trial_seconds: float, resolution: float,
-            max_trials: int, rate: float | None = None, quick: bool = False) -> dict:
-    """One case: per side a first session (the probe), with ``search`` a second one (the
-    loss-free search, one ceiling for both sides), then ``rounds`` alternating fixed-load
+            max_trials: int, searches: int = 1, trials_per_rate: int = 3,
+            goal_loss: float = 0.0, rate: float | None = None, quick: bool = False) -> dict:
+    """One case: per side a first session (the probe), with ``search`` one session of both
+    sides at once for ``searches`` interleaved loss-free searches (one ceiling, trial length
+    and rule for both: :mod:`.l3fwd_search`), then ``rounds`` alternating fixed-load
     sessions.  ``rate``: the fixed load, skipping the
     choice.  ``quick`` (needs ``rate``): the fixed load runs in the first session, and the
     search starts from it (a smoke test: the rate found is a lower bound)."""
-    from .ports_afpacket import search_loss_free
     res = {"case": f"{kind}_{lookup}", "status": "ok", "sides": {}, "rounds": rounds,
            "seconds": seconds, "pkt_len": LG.PKT_LEN, "burst": LG.BURST}
     sides = [s for s in SIDES if s == "pktbuf" or not isinstance(exe, str)]
     for s in SIDES:
-        res["sides"][s] = {"status": "ok", "runs": [], "probe": None, "search": None}
+        res["sides"][s] = {"status": "ok", "runs": [], "probe": None, "searches": []}
     if isinstance(exe, str):
         res["sides"]["dpdk"].update(status="failed", reason=exe)
     tr = Transport(kind)
@@ -177,23 +217,22 @@ def measure(kind: str, lookup: str, exe, *, rounds: int, seconds: float, probe_s
                     res["sides"][who].update(_failed(side))
         ok = [w for w in sides if res["sides"][w]["status"] == "ok"]
         if search:
-            # one ceiling for both sides, so that both searches try the same rates: 1.2 x
-            # the most either side absorbed unpaced (--quick: from the fixed load down)
+            # one ceiling for both sides, so that both searches try the same rates while
+            # they pass and fail alike: 1.2 x the most either side absorbed unpaced
+            # (--quick: from the fixed load down)
             took = [p["gen"]["taken"] / p["gen"]["seconds"]
                     for p in (res["sides"][w]["probe"] for w in ok) if p["status"] == "ok"]
             top = rate if fixed_in_first else 1.2 * max(took + [1.0])
             res["search_ceiling_pps"] = top
-            for who in ok:
-                with tr.session(who, lookup, exe) as side:
-                    if side.status == "ok":
-                        res["sides"][who]["search"] = search_loss_free(
-                            tr.gen, top, trial_seconds, resolution, max_trials)
-                    if side.status != "ok":
-                        res["sides"][who].update(_failed(side))
+            res["search"] = _search(res, ok, lookup, exe, top, searches=searches,
+                                    trials_per_rate=trials_per_rate, goal_loss=goal_loss,
+                                    trial_seconds=trial_seconds, resolution=resolution,
+                                    max_trials=max_trials)
             ok = [w for w in sides if res["sides"][w]["status"] == "ok"]
         if rate is None:
             if search:
-                caps = [res["sides"][w]["search"]["loss_free_pps"] for w in ok]
+                caps = [LF.summarise(res["sides"][w]["searches"])["loss_free_pps"]
+                        for w in ok]
                 res["rate_rule"] = f"{share:g} x the lower loss-free rate"
             else:
                 caps = [res["sides"][w]["probe"]["received_pps"] for w in ok]
@@ -229,9 +268,7 @@ def _summarise(res: dict) -> None:
         sd["samples_cycles_per_packet"] = [r["cycles_per_packet"] for r in runs]
         sd["lost"] = [r["gen"]["lost"] for r in runs]
         sd["waited"] = [r["waited"] for r in runs]
-        s = sd.get("search")
-        sd["loss_free_pps"] = s["loss_free_pps"] if s else None
-        sd["loss_free_generator_limited"] = bool(s and s["generator_limited"])
+        sd.update(LF.summarise(sd.get("searches", [])))
     pk, dp = res["sides"]["pktbuf"], res["sides"]["dpdk"]
     res["ratio"] = res["ratios_per_round"] = None
     if pk["cycles_per_packet"] and dp["cycles_per_packet"]:
@@ -239,8 +276,13 @@ def _summarise(res: dict) -> None:
         res["ratios_per_round"] = [a / b for a, b in zip(pk["samples_cycles_per_packet"],
                                                          dp["samples_cycles_per_packet"])
                                    if a and b]
+    ok = pk["status"] == "ok" and dp["status"] == "ok"
     res["rate_ratio"] = (pk["loss_free_pps"] / dp["loss_free_pps"]
-                         if pk["loss_free_pps"] and dp["loss_free_pps"] else None)
+                         if ok and pk["loss_free_pps"] and dp["loss_free_pps"] else None)
+    # per search: pktbuf's figure over DPDK's of the same (interleaved) search
+    res["rate_ratios_per_search"] = [a / b for a, b in zip(pk["samples_loss_free_pps"],
+                                                           dp["samples_loss_free_pps"])
+                                     if a and b] if ok else []
 
 
 def _cell(v, fmt):
@@ -252,6 +294,27 @@ def _met(key, ratio):
     if ratio is None:
         return "n/a"
     return "yes" if (ratio <= t if op == "<=" else ratio >= t) else "**no**"
+
+
+def _rate_note(m: dict, c: dict) -> str:
+    """The loss-free row's rule and repeatability: per side the figures of the repeated
+    searches and, per search, how many trials at the figure's rate passed."""
+    n, goal = m.get("trials_per_rate", 1), m.get("goal_loss", 0.0)
+    rule = (f"a rate passes when most of its {n} trial(s) of {m.get('trial_seconds', 0):g} s "
+            + ("lose nothing (NDR)" if not goal else f"lose <= {100 * goal:g} %")
+            + f"; resolution {m['resolution']:g} of the ceiling")
+    parts = []
+    for w in ("pktbuf", "dpdk"):
+        sd = c["sides"][w]
+        figs = sd.get("samples_loss_free_pps") or []
+        if not figs:
+            continue
+        fr = " ".join(f"{p}/{t}" for p, t in sd.get("pass_fractions", []))
+        parts.append(f"{w} {min(figs) / 1e6:.3f}..{max(figs) / 1e6:.3f} Mpps over "
+                     f"{len(figs)} search(es), passed {fr} at the figure"
+                     + ("; generator-limited" if sd.get("loss_free_generator_limited")
+                        else ""))
+    return "; ".join([rule] + parts) + ("; trials interleaved" if len(parts) == 2 else "")
 
 
 def rows(doc: dict) -> list:
@@ -269,10 +332,10 @@ def rows(doc: dict) -> list:
         if key.endswith("_rate"):
             a, b, r = pk["loss_free_pps"], dp["loss_free_pps"], c["rate_ratio"]
             a, b = (None if a is None else a / 1e6), (None if b is None else b / 1e6)
-            spread, fmt = "", ".3f"
-            lim = [w for w in ("pktbuf", "dpdk") if c["sides"][w]["loss_free_generator_limited"]]
-            note = f"search resolution {doc['method']['resolution']:g} of the ceiling" + \
-                (f"; generator-limited: {', '.join(lim)}" if lim else "")
+            per = c.get("rate_ratios_per_search") or []
+            spread = f"{min(per):.2f}..{max(per):.2f} ({len(per)})" if per else ""
+            fmt = ".3f"
+            note = _rate_note(doc["method"], c)
         else:
             a, b, r = pk["cycles_per_packet"], dp["cycles_per_packet"], c["ratio"]
             per = c["ratios_per_round"] or []
@@ -320,7 +383,8 @@ def run(a) -> dict:
     from . import stage
     from .ports_gen import need_root
     method = {k: getattr(a, k) for k in ("rounds", "seconds", "probe_seconds", "share",
-                                         "trial_seconds", "resolution", "max_trials", "quick")}
+                                         "trial_seconds", "resolution", "max_trials",
+                                         "searches", "trials_per_rate", "goal_loss", "quick")}
     doc = {"bench": "l3fwd", "method": method, "loadavg": os.getloadavg(), "cases": {}}
     exe = dpdk_exe()
     doc["reference"] = str(exe)
@@ -330,7 +394,10 @@ def run(a) -> dict:
                                      "quick")}
     want = set(a.cases)
     if "memif_lpm" in want:
-        doc["cases"]["memif_lpm"] = measure("memif", "lpm", exe, search=True, **kw)
+        doc["cases"]["memif_lpm"] = measure("memif", "lpm", exe, search=True,
+                                            searches=a.searches,
+                                            trials_per_rate=a.trials_per_rate,
+                                            goal_loss=a.goal_loss, **kw)
     if "afxdp_lpm" in want:
         why = need_root()
         doc["cases"]["afxdp_lpm"] = (
@@ -369,10 +436,19 @@ def main(argv=None) -> int:
                     help="the fixed load in packets/s (skips choosing it)")
     ap.add_argument("--trial-seconds", type=cli_number(float, 0.05, 3600), default=1.0,
                     help="seconds per loss-free search trial")
+    ap.add_argument("--trials-per-rate", type=cli_number(int, 1, 15), default=3,
+                    help="trials per probed rate; the rate passes on a majority of them")
+    ap.add_argument("--goal-loss", type=cli_number(float, 0.0, 0.5), default=0.0,
+                    help="the loss ratio a passing trial may have: 0 (the non-drop rate), "
+                         "0.005 for FD.io CSIT's partial-drop rate")
+    ap.add_argument("--searches", type=cli_number(int, 1, 50), default=3,
+                    help="interleaved loss-free searches per side (the figure: their "
+                         "median)")
     ap.add_argument("--resolution", type=cli_number(float, 0.001, 1.0), default=0.03,
                     help="the search stops when its bracket is within this share of the "
                          "ceiling")
-    ap.add_argument("--max-trials", type=cli_number(int, 1, 100), default=14)
+    ap.add_argument("--max-trials", type=cli_number(int, 1, 500), default=24,
+                    help="trials per side and search at most")
     ap.add_argument("--cases", default=",".join(CASES),
                     help=f"comma-separated subset of {','.join(CASES)}")
     ap.add_argument("--quick", action="store_true",
@@ -385,7 +461,7 @@ def main(argv=None) -> int:
         ap.error(f"unknown case(s) {', '.join(bad)} (choose from {', '.join(CASES)})")
     if a.quick:
         a.rounds, a.seconds, a.probe_seconds, a.trial_seconds = 1, 0.3, 0.2, 0.2
-        a.resolution, a.max_trials = 0.25, 3
+        a.resolution, a.max_trials, a.trials_per_rate, a.searches = 0.25, 3, 1, 1
         a.rate = a.rate or 100_000.0
     print(f"pktbuf bench l3fwd: {', '.join(a.cases)}; loading/compiling first...",
           file=sys.stderr, flush=True)

@@ -101,10 +101,10 @@ class MemifGenerator:
     """Memif client of the forwarder's two server sockets (``socks``): offers on the first,
     sinks the second; :meth:`connect` per forwarder run, :meth:`run` per trial."""
 
-    def __init__(self, socks, cpu: int = 0, burst: int = BURST):
+    def __init__(self, socks, cpu: int = 0, burst: int = BURST, tag: str = ""):
         import pktbuf
         self.socks, self.cpu, self.burst = list(socks), cpu, burst
-        self.pool = pktbuf.PktmbufPool(16384, 256, name=f"l3b-gen-{os.getpid()}")
+        self.pool = pktbuf.PktmbufPool(16384, 256, name=f"l3b-gen-{os.getpid()}{tag}")
         self.c = []
         self.hdr = l3fwd_headers()
         self.cnt = np.zeros(C_WORDS, np.int64)

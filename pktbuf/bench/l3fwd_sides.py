@@ -12,7 +12,11 @@ packets=N tsc_hz=H`` (pktbuf: ``--record-core-cycles``), and the sums so far on 
 :meth:`L3fwdSide.snapshot` asks for one, so one process serves a probe, a fixed-load run and
 a rate search, each figure the difference of two snapshots.  A side is ready when it printed
 ``entering main loop``.  Each runs under ``timeout`` (a crashed benchmark leaves no poller
-behind); the signals go to the forwarder itself, ``timeout``'s child.
+behind); the signals go to the forwarder itself, ``timeout``'s child.  :meth:`L3fwdSide.pause`
+and :meth:`L3fwdSide.resume` hold a running forwarder with SIGSTOP / SIGCONT, so that two can
+be up at once on the one forwarding CPU while only one of them runs (the interleaved loss-free
+search, :mod:`.l3fwd_search`); ``timeout`` waits for its child's exit only, a stop does not
+end it.
 """
 from __future__ import annotations
 
@@ -42,6 +46,15 @@ def dpdk_exe():
         return build(cycles=True)
     except (DpdkMissing, DpdkFailed) as e:
         return str(e)
+
+
+def _state(pid: int):
+    """The process state letter of /proc/PID/stat (``T``: stopped), None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 class L3fwdSide:
@@ -74,6 +87,7 @@ class L3fwdSide:
                 ["--"] + app
         self.proc = None
         self.out = None         # the output file's path
+        self.paused = False
 
     @property
     def pid(self):
@@ -119,6 +133,28 @@ class L3fwdSide:
             kids = []
         return int(kids[0]) if kids else self.proc.pid
 
+    def pause(self, timeout: float = 2.0) -> bool:
+        """SIGSTOP the forwarder (every thread of it) and wait until it is stopped, so that it
+        takes no CPU time until :meth:`resume`; False if it did not stop (or is gone)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        pid = self._target()
+        os.kill(pid, signal.SIGSTOP)
+        self.paused = True
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            st = _state(pid)
+            if st is None or st in "Tt":
+                return st is not None
+            time.sleep(0.002)
+        return False
+
+    def resume(self) -> None:
+        """SIGCONT what :meth:`pause` stopped."""
+        if self.paused and self.proc is not None and self.proc.poll() is None:
+            os.kill(self._target(), signal.SIGCONT)
+        self.paused = False
+
     def _lines(self) -> list:
         return CYCLES.findall(self._text())
 
@@ -141,6 +177,7 @@ class L3fwdSide:
         """SIGINT (a user's Ctrl-C), then the cycle line: ``{"busy_cycles", "packets",
         "cycles_per_packet", "tsc_hz"}``.  DPDK 22.11 may hang in EAL cleanup after printing
         it: killed then, the line is still good."""
+        self.resume()
         if self.proc is None or self.proc.poll() is not None:
             self.status, self.reason = "failed", f"{self.who} l3fwd exited early: " + \
                 (self._text()[-600:].strip() if self.out else "")
@@ -164,6 +201,8 @@ class L3fwdSide:
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 try:
                     os.killpg(self.proc.pid, sig)
+                    if self.paused:         # a stopped process acts on SIGTERM once continued
+                        os.killpg(self.proc.pid, signal.SIGCONT)
                     self.proc.wait(10)
                     break
                 except (ProcessLookupError, subprocess.TimeoutExpired):

@@ -37,6 +37,18 @@ def test_l3fwd_quick_table_is_complete(tmp_path):
             run = side["runs"][0]
             assert run["packets"] > 0 and run["busy_cycles"] > 0
             assert run["gen"]["received"] > 0
+    # the loss-free searches: both sides, their trials in turn, every trial's loss recorded
+    c = doc["cases"]["memif_lpm"]
+    (rnd,) = c["search"]["rounds"]
+    who = [w for w, _ in rnd["schedule"]]
+    assert who[:2] == ["pktbuf", "dpdk"] and rnd["schedule"][0][1] == c["search_ceiling_pps"]
+    for w, sd in c["sides"].items():
+        (s,) = sd["searches"]
+        assert s["status"] == "ok" and s["trials"] == who.count(w) >= 1
+        for x in s["rates"]:
+            assert x["lost"] == [t["sent"] - t["received"] for t in x["trials"]]
+            assert all(t["sent"] > 0 for t in x["trials"])
+        assert sd["loss_free_pps"] == s["loss_free_pps"] > 0
 
 
 def _side(cpp, lf=None, status="ok", reason=""):
