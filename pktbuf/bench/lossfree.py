@@ -8,7 +8,7 @@ machine, not the forwarder.  Here a rate passes when more than half of its trial
 (``trials_per_rate``) lost at most ``goal_loss`` of what they offered: 0, the default, is the
 non-drop rate (NDR), RFC 1242's throughput (section 3.17, measured as in RFC 2544 section
 26.1); FD.io CSIT reports besides it a partial-drop rate (PDR) at a loss ratio of 0.5 %.  The
-majority is MLRsearch's (draft-ietf-bmwg-mlrsearch, RFC 9971) *goal exceed ratio* set to one
+majority is MLRsearch's (IETF BMWG draft-ietf-bmwg-mlrsearch) *goal exceed ratio* set to one
 half: with trials of equal length, a load counts as an upper bound only when more than half
 of its trials lost more than the goal loss ratio, so one unlucky trial neither passes nor
 fails a load on its own.  A rate is decided as soon as the majority is
