@@ -39,6 +39,8 @@ code           value   meaning
 """
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 
 import numpy as np
@@ -261,6 +263,21 @@ def check_flag(v, name: str) -> bool:
     if i not in (0, 1):
         raise InvalidArgument(f"{name} must be a bool, got {i}")
     return bool(i)
+
+
+def check_timeout(t, name: str = "timeout") -> float | None:
+    """A wait's limit: ``None`` (or ``inf``) waits for ever and comes back as None; otherwise a
+    real number of seconds >= 0 as a float (0: do not wait).  Negative numbers, NaN, bools and
+    anything not a number raise InvalidArgument: ``poll(2)`` takes a negative limit as "for
+    ever" and ``select`` refuses it, so no meaning is guessed."""
+    if t is None:
+        return None
+    if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Real):
+        raise InvalidArgument(f"{name} must be a number of seconds or None, got {t!r}")
+    v = float(t)
+    if math.isnan(v) or v < 0:
+        raise InvalidArgument(f"{name} must be >= 0 seconds or None, got {t!r}")
+    return None if math.isinf(v) else v
 
 
 def check_handle(h, name: str = "handle") -> int:

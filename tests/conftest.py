@@ -1,5 +1,6 @@
 import os
 import sys
+import threading
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -22,6 +23,57 @@ def domain():
     """A private domain per test, so pool ids and handles never leak between tests."""
     from pktbuf import Domain
     return Domain(max_objects=1 << 18, max_ring_slots=1 << 19)
+
+
+# -- pools a test leaves open --------------------------------------------------------------------
+# A pool's memory is a memfd that stays registered in its domain until the pool is closed (the
+# library's lifetime rule, as DPDK's: dropping the last reference does not destroy a pool), and
+# most unit tests never close theirs: one process running a few hundred of them piled up
+# hundreds of descriptors (and pool ids of the default domain).  In these directories every
+# pool a test creates is closed once the test and its own fixtures are done.  Left alone: pools
+# of module/session fixtures and of module import (made before the test started); everything of
+# a test that leaves a thread it started running (the thread may still use its pools); pools a
+# close refuses (a shared domain's with peers attached, mbufs chained across pools).  Only the
+# directories below, where it was run and checked: the other unit directories leave few
+# descriptors, and the other system ones run threads, processes and peers over their pools.
+CLOSE_POOLS_DIRS = {"core", "heap", "ethdev", "pcap"}
+
+
+@pytest.fixture(autouse=True)
+def _close_pools_left_open(request):
+    rel = os.path.relpath(str(request.node.fspath), _TESTS).split(os.sep)
+    if len(rel) < 2 or rel[0] not in CLOSE_POOLS_DIRS:
+        yield
+        return
+    from pktbuf.buf.domain.domain import Domain
+    from pktbuf.errors import PktbufError
+    made = []
+    register = Domain._register
+
+    def recording(self, pool, n, ring_size):
+        out = register(self, pool, n, ring_size)
+        made.append(pool)          # a strong reference: a pool collected unclosed keeps its fd
+        return out
+
+    threads = set(threading.enumerate())
+    Domain._register = recording
+    try:
+        yield
+    finally:
+        Domain._register = register
+    if any(t.is_alive() for t in threading.enumerate() if t not in threads):
+        return
+    left = [p for p in made if not p.closed]
+    while left:                    # mbufs chained across pools: another pass may close more
+        for p in left:
+            try:
+                p.close(force=True)
+            except PktbufError:
+                pass
+        still = [p for p in left if not p.closed]
+        if len(still) == len(left):
+            break
+        left = still
 
 
 # -- groups and the checked build (.ci/run) ------------------------------------------------------

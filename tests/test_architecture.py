@@ -5,6 +5,8 @@
   nothing else.
 * Private names (``_x``) stay inside their package: a name another package needs is public.
 * No source file refers to material outside the repository.
+* Nothing waits with ``select()``: it refuses descriptors >= ``FD_SETSIZE`` (1024), which a
+  busy process reaches; ``pktbuf.fdwait.readable`` (poll) is the replacement.
 """
 import ast
 import os
@@ -95,3 +97,57 @@ def test_nothing_refers_outside_the_repository():
         if pat.search(open(os.path.join(ROOT, f)).read()):
             hits.append(f)
     assert not hits, hits
+
+
+def _select_uses(tree):
+    """Lines of ``tree`` that reach ``select.select`` (through any alias of the module, or
+    ``from select import select``) or ``selectors.SelectSelector``."""
+    mods = {"select": set(), "selectors": set()}       # local names of the two modules
+    hits = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                if a.name in mods:
+                    mods[a.name].add(a.asname or a.name)
+        elif isinstance(n, ast.ImportFrom) and n.module in mods and not n.level:
+            bad = "select" if n.module == "select" else "SelectSelector"
+            if any(a.name in (bad, "*") for a in n.names):
+                hits.append(n.lineno)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            if (n.value.id in mods["select"] and n.attr == "select") or \
+                    (n.value.id in mods["selectors"] and n.attr == "SelectSelector"):
+                hits.append(n.lineno)
+    return sorted(hits)
+
+
+# shows select()'s refusal of a high descriptor, the defect fdwait exists for
+SELECT_ALLOWED = {"tests/core/test_fdwait.py"}
+
+
+def test_nothing_waits_with_select():
+    hits = []
+    for d in ("pktbuf", "tests", "examples", "asv_bench"):
+        for base, dirs, files in os.walk(os.path.join(ROOT, d)):
+            dirs[:] = [x for x in dirs if x not in ("__pycache__", ".asv", "results", "html")]
+            for f in files:
+                if f.endswith(".py"):
+                    p = os.path.join(base, f)
+                    if os.path.relpath(p, ROOT) in SELECT_ALLOWED:
+                        continue
+                    for line in _select_uses(ast.parse(open(p).read(), p)):
+                        hits.append(f"{os.path.relpath(p, ROOT)}:{line}")
+    assert not hits, f"select() refuses fds >= FD_SETSIZE: use pktbuf.fdwait.readable ({hits})"
+
+
+def test_the_select_check_finds_every_spelling():
+    for src in ("import select\nselect.select([], [], [], 0)",
+                "import select as s\nr = s.select",
+                "from select import select",
+                "from select import *",
+                "import selectors\nselectors.SelectSelector()",
+                "from selectors import SelectSelector"):
+        assert _select_uses(ast.parse(src)), src
+    for src in ("import select\nselect.poll()", "import selectors\nselectors.DefaultSelector()",
+                "x.select([], [], [], 0)", "'select.select'"):
+        assert not _select_uses(ast.parse(src)), src

@@ -72,6 +72,7 @@ def shared():
                 region_off=pool.region.address - dom.window.base, pid=pool.id)
     yield dom, pool, info
     pool.close(force=True)
+    st.memory.close()          # the tables' memfd (a Domain has no close: it lives on unused)
 
 
 def test_second_process_uses_the_same_mbufs(shared):

@@ -77,12 +77,16 @@ def test_attach_checks_the_memory_before_using_it():
                      (good.fd, good.nbytes + 2)):
         with pytest.raises(InvalidArgument):
             Ring.attach(fd, size)
+    fd = os.dup(good.fd)
     with pytest.raises(InvalidArgument):          # bigger than the file: would SIGBUS
-        Ring.attach(os.dup(good.fd), good.nbytes + 4096)
+        Ring.attach(fd, good.nbytes + 4096)
+    os.close(fd)                                  # refused before it was adopted: still ours
     unsealed = Region(good.nbytes, "unsealed", seal=False)
     unsealed.array[:] = good.region.array
+    fd = os.dup(unsealed.fd)
     with pytest.raises(InvalidArgument):          # a peer could shrink it under us
-        Ring.attach(os.dup(unsealed.fd), good.nbytes)
+        Ring.attach(fd, good.nbytes)
+    os.close(fd)
     reg = Region(good.nbytes, "bad-mask")
     reg.array[:] = good.region.array
     from pktbuf.buf.ring import kernels as K

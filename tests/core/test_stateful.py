@@ -26,6 +26,7 @@ class MbufMachine(RuleBasedStateMachine):
     def teardown(self):
         self.pool.free_bulk(self.held)
         assert self.pool.avail_count == N and self.pool.audit() == N
+        self.pool.close()           # every example's memfd now, not all of them at the end
 
     @rule(k=st.integers(0, 12), staged=st.booleans())
     def alloc_bulk(self, k, staged):

@@ -59,6 +59,7 @@ def test_only_default_aligned_small_blocks_are_cached():
     heap.free(heap.malloc(64, lcore=LCORE_ANY), lcore=LCORE_ANY)   # no lcore: no cache
     assert heap.stats()["cached_count"] == 2
     check_invariants(heap)
+    heap.close()
 
 
 def test_the_large_slot_keeps_the_last_large_block(heap):
@@ -239,10 +240,15 @@ def test_close_flushes_the_caches_into_the_region():
 
 
 def test_cache_switches():
-    assert Heap(GRAIN * 10).cache
-    assert not Heap(GRAIN * 10, cache=False).cache
+    h = Heap(GRAIN * 10)
+    assert h.cache
+    h.close()
+    h = Heap(GRAIN * 10, cache=False)
+    assert not h.cache
+    h.close()
     h = Heap(GRAIN * 10, zero_in_lock=True)
     assert not h.cache and h.zero_in_lock
+    h.close()
     with pytest.raises(InvalidArgument):
         Heap(GRAIN * 10, zero_in_lock=True, cache=True)
     for bad in (-1, 4097, 1.5):
@@ -260,6 +266,7 @@ def test_cache_switches():
     for lc in (-2, 128, "0"):
         with pytest.raises(InvalidArgument):
             h.malloc(64, lcore=lc)
+    h.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,6 +34,13 @@ def dirty_heap(grains=100, zero_in_lock=False):
     return Heap(region=r, zero_in_lock=zero_in_lock, cache=False)
 
 
+def close_dirty(h):
+    """Close a dirty heap and its region (not the heap's own: it stays open otherwise)."""
+    r = h.region
+    h.close()
+    r.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # allocation
 
@@ -172,6 +179,7 @@ def test_dirty_heap_zmalloc_clears_only_unknown_memory(zero_in_lock):
     h.free(z)
     assert walk(h) == [(0, 100, ELEM_FREE, 0, 80)]
     check_invariants(h, {})
+    close_dirty(h)
 
 
 def test_merge_with_a_dirty_neighbour_keeps_only_its_part_dirty():
@@ -188,6 +196,7 @@ def test_merge_with_a_dirty_neighbour_keeps_only_its_part_dirty():
     check_invariants(h, {})
     z = h.zmalloc(100 * GRAIN)
     assert not h.view(z).any()
+    close_dirty(h)
 
 
 def test_clean_middle_between_dirty_neighbours_is_covered_by_the_hull(zero_in_lock):
@@ -204,6 +213,7 @@ def test_clean_middle_between_dirty_neighbours_is_covered_by_the_hull(zero_in_lo
     h.free(z)
     assert walk(h) == [(0, 100, ELEM_FREE, 0, 0)]  # everything has been zeroed once now
     check_invariants(h, {})
+    close_dirty(h)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,5 +310,7 @@ def test_construction_errors():
     r = Region(1000)
     with pytest.raises(InvalidArgument):
         Heap(region=r)
+    r.close()
     h = Heap(100)
     assert h.size == 128 and h.ngrains == 2
+    h.close()

@@ -36,6 +36,7 @@ class HeapMachine(RuleBasedStateMachine):
         if dirty:
             r = Region(HEAP_GRAINS * GRAIN)
             r.array[:] = 0xC3
+            self.region = r            # not the heap's: closed after it
             self.heap = Heap(region=r, **kw)
         else:
             self.heap = Heap(HEAP_GRAINS * GRAIN, **kw)
@@ -166,6 +167,8 @@ class HeapMachine(RuleBasedStateMachine):
             assert len(els) == 1 and els[0][2] == ELEM_FREE
             check_invariants(self.heap, {})
             self.heap.close()
+        if getattr(self, "region", None) is not None:
+            self.region.close()
 
 
 TestHeapModel = HeapMachine.TestCase

@@ -154,6 +154,7 @@ def test_stress_patterns(zero_in_lock, threads, lcores):
     check_invariants(heap, {})
     st = heap.stats()
     assert st["alloc_count"] == 0 and st["heap_freesz_bytes"] == heap.size
+    heap.close()
 
 
 @njit(nogil=True, cache=True)
@@ -193,3 +194,4 @@ def test_racing_double_frees_free_each_block_once(zero_in_lock):
         assert out[:, 0].sum() == 400 and out[:, 1].sum() == 400 and out[:, 2].sum() == 0
         check_invariants(heap, {})
         assert len(walk(heap)) == 1
+    heap.close()

@@ -7,12 +7,14 @@ are killed with SIGKILL at injected points (they stop themselves there first, se
 dead one held.
 """
 import itertools
+import math
 import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -190,6 +192,54 @@ def test_pools_created_after_attach_are_found_and_only_the_primary_creates(h):
     assert late.audit() == 64
     late.close()                    # nobody attached any more
     assert "late" not in h.sd.names()["pools"]
+
+
+@pytest.mark.parametrize("forever", [None, math.inf])
+def test_wait_peer_death_without_a_limit_waits_for_the_death(h, forever):
+    # the child dies on its own half a second after it is ready, without detaching: with no
+    # limit the wait must block until then (a wait that gave up at once would return [])
+    p, c = h.spawn(W.die_after, 0.5)
+    assert h.recv(c)[0] == "ready"
+    assert h.sd.wait_peer_death(forever) == [p.pid]
+    p.join(60)
+    assert p.exitcode == 3
+    assert h.sd.dead_peers() == [p.pid]
+    rep, = h.sd.reap()
+    assert rep.pid == p.pid and rep.lost == {}
+    assert h.pool.audit() == N_MBUFS
+
+
+def test_wait_peer_death_timeout_expires_while_the_peer_lives(h):
+    p, c = h.spawn(W.survivor)
+    assert h.recv(c)[0] == "ready"
+    t0 = time.monotonic()
+    assert h.sd.wait_peer_death(0.3) == []
+    assert time.monotonic() - t0 >= 0.3          # it did wait (no upper bound: shared machine)
+    assert h.sd.wait_peer_death(0) == []
+    assert h.sd.peers()[p.pid]["alive"]
+    c.send("work")                                 # and the peer is unharmed
+    assert h.recv(c) == ("ok", True)
+    c.send("stop")
+    assert h.recv(c) == ("bye",)
+    p.join(60)
+    assert p.exitcode == 0 and h.sd.wait_peer_death(0) == []   # detached: not a death
+
+
+def test_wait_peer_death_refuses_a_bad_timeout(h):
+    # a negative limit would wait for ever in poll(2) and not at all in fdwait.readable:
+    # refused before anything is waited on, with the domain and its peer untouched
+    p, c = h.spawn(W.survivor)
+    assert h.recv(c)[0] == "ready"
+    before = (h.sd.lcores(), h.sd.peers())
+    for bad in (-1, -0.001, -math.inf, math.nan, True, np.bool_(False), "1", b"1", [1]):
+        with pytest.raises(pktbuf.InvalidArgument, match="timeout"):
+            h.sd.wait_peer_death(bad)
+        assert (h.sd.lcores(), h.sd.peers()) == before
+    c.send("work")
+    assert h.recv(c) == ("ok", True)
+    c.send("stop")
+    assert h.recv(c) == ("bye",)
+    p.join(60)
 
 
 def test_kill9_holding_mbufs_and_a_cache(h):

@@ -146,3 +146,11 @@ def late_pool_user(sd, conn):
             refusals.append(type(e).__name__)
     conn.send(("done", late.n, refusals))
     conn.recv()
+
+
+def die_after(sd, delay, conn):
+    """Say "ready", wait ``delay`` seconds (unless told "go" first), then exit without
+    detaching: a death :meth:`SharedDomain.wait_peer_death` must see."""
+    conn.send(("ready", sd.lcore))
+    conn.poll(delay)
+    os._exit(3)

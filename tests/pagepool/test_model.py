@@ -142,6 +142,10 @@ class PagePoolMachine(RuleBasedStateMachine):
                 if ma.refcount[p] > 0 and ma.pp[p] == -1}
         audit(self.arena, self.pools, user, extra=held)
 
+    def teardown(self):
+        if hasattr(self, "arena"):      # its memfd, not a later garbage collection's business
+            self.arena.close()
+
 
 TestPagePoolModel = PagePoolMachine.TestCase
 # max_examples comes from the profile in tests/conftest.py (ci: 60, thorough: 500)
@@ -168,3 +172,4 @@ def test_model_agrees_on_a_fixed_scenario():
     assert pool.destroy() == m.destroy()
     assert free_pages(ar) == ma.free
     assert np.array_equal(ar.state.pages["refcount"], ma.refcount)
+    ar.close()

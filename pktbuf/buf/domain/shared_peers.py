@@ -11,13 +11,13 @@ These are methods :class:`~pktbuf.SharedDomain` inherits (:class:`_PeerWatch`).
 from __future__ import annotations
 
 import os
-import select
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...errors import InvalidArgument, PeerDied, check_count
+from ...errors import InvalidArgument, PeerDied, check_count, check_timeout
+from ...fdwait import readable
 from ...lcore import MAX_LCORE
 from ..mempool import kernels as MK
 from ..mempool.layout import (CACHE_BUSY_FLUSH, CACHE_BUSY_FLUSH_HALF, CACHE_LINE_WORDS,
@@ -57,9 +57,7 @@ def _alive(pid: int, start: int = 0) -> bool:
         fd = None
     if fd is not None:
         try:
-            p = select.poll()
-            p.register(fd, select.POLLIN)
-            if p.poll(0):
+            if readable([fd], 0):
                 return False
         finally:
             os.close(fd)
@@ -138,24 +136,24 @@ class _PeerWatch:
 
     def wait_peer_death(self, timeout: float | None = None) -> list[int]:
         """Block (on the peers' pidfds) until an attached process dies or ``timeout`` seconds
-        pass; returns the dead pids (empty on timeout).  Processes that attach while this
-        waits are not watched."""
+        pass; returns the dead pids (empty on timeout).  ``timeout``: None (or ``inf``) waits
+        for ever, 0 only looks; a negative number, NaN or a non-number raises InvalidArgument.
+        With no live peer to watch it sleeps ``timeout`` (None: returns at once, as no death
+        can come).  Processes that attach while this waits are not watched."""
+        timeout = check_timeout(timeout)
         dead = self.dead_peers()
         if dead:
             return dead
-        p = select.poll()
         fds = []
-        for pid, d in self.peers().items():
-            if pid > 0 and d["alive"]:
-                try:
-                    fd = os.pidfd_open(pid)
-                except ProcessLookupError:
-                    return self.dead_peers()
-                fds.append(fd)
-                p.register(fd, select.POLLIN)
         try:
+            for pid, d in self.peers().items():
+                if pid > 0 and d["alive"]:
+                    try:
+                        fds.append(os.pidfd_open(pid))
+                    except ProcessLookupError:
+                        return self.dead_peers()
             if fds:
-                p.poll(None if timeout is None else int(timeout * 1000))
+                readable(fds, timeout)
             elif timeout:
                 time.sleep(timeout)
         finally:
