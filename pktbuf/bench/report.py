@@ -51,14 +51,14 @@ def first_burst_seconds(cold: bool = False) -> float:
 
 def facade_pair_us(n: int = 20000) -> tuple[float, float]:
     """Facade alloc_bulk(32) + free_bulk from plain Python, and the floor beside it -- two
-    empty compiled calls through the same entry mechanism with the same argument shape (a
-    block, ints, an int32 array): microseconds per pair, each the median of 5 runs, the two
+    empty compiled calls through the same entry mechanism with the same argument shape (the
+    domain's address and other ints, an int32 array): microseconds per pair, each the median of 5 runs, the two
     interleaved."""
     import pktbuf
     from ..buf.domain.entry import fast_floor
     pool = pktbuf.PktmbufPool(8192, 256, name="bench_facade")
     out = np.empty(32, np.int32)
-    dom = pool.domain.state
+    dom = pool.domain.state.address
 
     def pair():
         pool.free_bulk(pool.alloc_bulk(32, out=out))

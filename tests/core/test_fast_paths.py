@@ -131,7 +131,7 @@ def test_facade_free_check_gives_the_full_checks_error():
         x = np.array(arr, np.int32)
         want = _full_check_error(dom, x)
         before = [pool_snapshot(s) for s in (p, q)]
-        rc = int(E.py_free_bulk_simple(dom.state, 0, x, x.size))
+        rc = int(E.py_free_bulk_simple(dom.state.address, 0, x, x.size))
         if rc == E.FREE_NEEDS_CHECK:
             for s, b0 in zip((p, q), before):
                 assert_same(b0, pool_snapshot(s))

@@ -105,6 +105,7 @@ class Domain:
         self._lock = threading.Lock()
         self.debug = _DEBUG_DEFAULT if debug is None else debug
         self._args = (self.state,)
+        self._addr = self.state.address  # for the entry points that take it (entry.py)
         self._tls = threading.local()   # per-thread scratch for the free dry run
         self.dyn = DynRegistry()        # dynamic mbuf fields and flags
         self._close_guard = None        # set by a SharedDomain: may a pool close now?
@@ -122,6 +123,7 @@ class Domain:
         self._gens = [0] * MAX_POOLS
         self._lock = threading.Lock()
         self._args = (state,)
+        self._addr = state.address
         self._tls = threading.local()
         self.dyn = DynRegistry()
         self._close_guard = None
@@ -235,7 +237,7 @@ class Domain:
             # the usual call: its arguments checked in O(1) here, the handles by the compiled
             # entry point, in O(n) for the usual array -- one compiled call in all
             fc = E.fast_free_bulk_simple
-            rc = (fc.entry or fc)(self.state, facade_lcore(), mbufs, mbufs.size)
+            rc = (fc.entry or fc)(self._addr, facade_lcore(), mbufs, mbufs.size)
             if rc == 0:
                 return
             if rc < 0:

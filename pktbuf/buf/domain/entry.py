@@ -4,12 +4,20 @@ Each wrapper checks what the facade cannot check cheaply from Python (handles ag
 descriptor table, a dry run of a free) and then calls the real kernel, so a facade call is one
 crossing into compiled code.  They are called through :class:`~pktbuf.buf.domain.fastcall.FastCall`.
 User ``@njit`` code calls the real kernels directly.
+
+The hottest ones (``py_alloc_bulk``, ``py_alloc``, ``py_free_bulk_simple`` and the floor
+``py_floor``) take the domain block's *address*, an int, and rebuild the block inside
+(:func:`~pktbuf.block.block_at`): Numba unboxes an int in a few nanoseconds, while a
+:class:`~pktbuf.block.Block` argument costs an attribute lookup by name and a conversion,
+about a quarter of a microsecond per call on the machines pktbuf is measured on.  Only the
+facade calls them, always with the address of its own live domain.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..._jit import kernel
+from ...block import block_at
 from .fastcall import FastCall
 from ...errors import E_ALREADY, E_BADF, E_FAULT
 from ..mbuf.check import (CHK_OK, check_seg, free_check_scratch_size, mbuf_check,
@@ -23,15 +31,16 @@ from ..mempool.kernels import (mempool_audit, mempool_avail_count, mempool_gener
 
 
 @kernel
-def py_alloc_bulk(dom, pid, lcore, out, n, raw):
+def py_alloc_bulk(addr, pid, lcore, out, n, raw):
+    dom = block_at(addr, "domain")
     if raw:
         return mbuf_raw_alloc_bulk(dom, pid, lcore, out, n)
     return pktmbuf_alloc_bulk(dom, pid, lcore, out, n)
 
 
 @kernel
-def py_alloc(dom, pid, lcore):
-    return pktmbuf_alloc(dom, pid, lcore)
+def py_alloc(addr, pid, lcore):
+    return pktmbuf_alloc(block_at(addr, "domain"), pid, lcore)
 
 
 # a descriptor's state while the facade's check has seen it in this call (never outside one)
@@ -86,11 +95,12 @@ FREE_NEEDS_CHECK = 1     # py_free_bulk_simple: nothing done, call py_free_bulk 
 
 
 @kernel
-def py_free_bulk_simple(dom, lcore, mbufs, n):
+def py_free_bulk_simple(addr, lcore, mbufs, n):
     """The facade's usual free: the array validated in O(n) (``_free_check_simple``), then
     freed -- one compiled call, no scratch.  Returns 0, a negative code (nothing freed), or
     ``FREE_NEEDS_CHECK`` (nothing done) when the array needs the full check of
-    ``py_free_bulk``."""
+    ``py_free_bulk``.  ``addr``: the domain block's address."""
+    dom = block_at(addr, "domain")
     rc = _free_check_simple(dom, mbufs, n)
     if rc == 0:
         return FREE_NEEDS_CHECK
@@ -206,9 +216,9 @@ def py_audit(dom, pid, seen):
 
 
 @kernel
-def py_floor(dom, lcore, objs, n):
-    """Nothing, with the argument shape of the facade's bulk calls (a block, ints, an int32
-    array): the per-call floor of a facade call, against which ``pktbuf bench core`` and asv
+def py_floor(addr, lcore, objs, n):
+    """Nothing, with the argument shape of the facade's bulk calls (the domain's address and
+    other ints, an int32 array): the per-call floor of a facade call, against which ``pktbuf bench core`` and asv
     report the facade's alloc_bulk + free_bulk."""
     return 0
 

@@ -107,6 +107,7 @@ class Mempool:
             RAW.pktmbuf_pool_init(st, self.id)
         self._args = self.domain._args
         self._state = self.domain.state
+        self._addr = self._state.address     # for the entry points that take it (entry.py)
         self._closed = False
 
     @classmethod
@@ -131,6 +132,7 @@ class Mempool:
             self.priv_size = int(p["priv_size"])
         self._args = domain._args
         self._state = domain.state
+        self._addr = self._state.address
         self._adopted = True
         self._closed = False
         domain._pools[pid] = self
@@ -378,7 +380,7 @@ class PktmbufPool(Mempool):
     def alloc(self, *, lcore: int | None = None):
         """One reset mbuf (``rte_pktmbuf_alloc``) as an :class:`~pktbuf.buf.domain.mbuf.Mbuf`."""
         self._check_open()
-        h = int(E.fast_alloc(*self._args, self.id, self._lcore(lcore)))
+        h = int(E.fast_alloc(self._addr, self.id, self._lcore(lcore)))
         if h < 0:
             raise PoolExhausted(f"pool {self.name!r} is empty", h)
         return Mbuf._new(self.domain, h, self.id)
@@ -407,7 +409,7 @@ class PktmbufPool(Mempool):
             raw = check_flag(raw, "raw")
             lc = self._lcore(lcore)
         fc = E.fast_alloc_bulk
-        rc = (fc.entry or fc)(self._state, self.id, lc, out, n, raw)   # see FastCall.entry
+        rc = (fc.entry or fc)(self._addr, self.id, lc, out, n, raw)    # see FastCall.entry
         if rc < 0:
             raise PoolExhausted(f"pool {self.name!r}: fewer than {n} mbufs available", rc)
         return out[:n] if out.size != n else out
