@@ -195,9 +195,11 @@ class Window:
             raise
         return Mapping(self.base + off, size, self._release)
 
-    def _release(self, address: int, size: int, _libc_mmap=_libc.mmap) -> None:
-        # back to PROT_NONE (not munmap: the range must stay ours), then free for reuse
-        if _libc_mmap(address, size, _PROT_NONE, _ANON_NONE | _MAP_FIXED, -1, 0) != address:
+    def _release(self, address: int, size: int, _libc_mmap=_libc.mmap, _prot=_PROT_NONE,
+                 _flags=_ANON_NONE | _MAP_FIXED) -> None:
+        # back to PROT_NONE (not munmap: the range must stay ours), then free for reuse; the
+        # constants bound at definition, as a Mapping's __del__ may call this at shutdown
+        if _libc_mmap(address, size, _prot, _flags, -1, 0) != address:
             return      # pragma: no cover - cannot fail for a range we own
         self._unreserve(address - self.base, size)
 

@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, InvalidArgument, InvalidHandle,
                        OutOfMemory, SharedDomainError, check_count, check_flag, check_handle,
                        check_handles, raise_for)
-from ...lcore import check_lcore, facade_lcore
+from ...lcore import check_lcore, facade_lcore, facade_local
 from .dynfield import DynRegistry
 from ..mbuf import layout as _mbuf_layout  # noqa: F401  (registers dom.mb)
 from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, DOMAIN, MAX_LCORE,
@@ -237,7 +237,10 @@ class Domain:
             # the usual call: its arguments checked in O(1) here, the handles by the compiled
             # entry point, in O(n) for the usual array -- one compiled call in all
             fc = E.fast_free_bulk_simple
-            rc = (fc.entry or fc)(self._addr, facade_lcore(), mbufs, mbufs.size)
+            lc = facade_local.lc
+            if lc is None:
+                lc = facade_lcore()
+            rc = (fc.entry or fc)(self._addr, lc, mbufs, mbufs.size)
             if rc == 0:
                 return
             if rc < 0:

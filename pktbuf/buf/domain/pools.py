@@ -5,7 +5,7 @@ import numpy as np
 
 from ...errors import (E_ALREADY, E_BADF, Busy, InvalidArgument, OutOfMemory, PoolExhausted,
                        check_count, check_flag, error_for, raise_for)
-from ...lcore import check_lcore, facade_lcore
+from ...lcore import check_lcore, facade_lcore, facade_local
 from ..mbuf import raw as RAW
 from ..mbuf.layout import DEFAULT_BUF_SIZE, F_INDIRECT, HEADROOM, NULL, PRIV_ALIGN
 from ..mempool.layout import OBJ_ALLOC
@@ -108,6 +108,7 @@ class Mempool:
         self._args = self.domain._args
         self._state = self.domain.state
         self._addr = self._state.address     # for the entry points that take it (entry.py)
+        self._bind_fast_paths()
         self._closed = False
 
     @classmethod
@@ -133,6 +134,7 @@ class Mempool:
         self._args = domain._args
         self._state = domain.state
         self._addr = self._state.address
+        self._bind_fast_paths()
         self._adopted = True
         self._closed = False
         domain._pools[pid] = self
@@ -140,6 +142,12 @@ class Mempool:
 
     def _set_mbuf_fields(self, p) -> None:
         pass
+
+    def _bind_fast_paths(self) -> None:
+        if self._is_mbuf:
+            # PktmbufPool.free_bulk is Domain.free_bulk: bound here, a facade call skips one
+            # Python call layer (~80 ns); the class keeps the method for its documentation
+            self.free_bulk = self.domain.free_bulk
 
     # -- ownership ---------------------------------------------------------------------------
     def owns(self, h: int) -> bool:
@@ -402,7 +410,9 @@ class PktmbufPool(Mempool):
                                      and out.flags.carray))):
             if out is None:
                 out = np.empty(n, np.int32)
-            lc = facade_lcore()
+            lc = facade_local.lc
+            if lc is None:
+                lc = facade_lcore()
         else:
             self._check_open()
             n, out = self._count_out(n, out, "mbufs")
