@@ -168,6 +168,7 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             nbytes = 0
             for i in range(n):
                 nbytes += np.int64(mb[pk[i]].pkt_len)
+            for i in range(n):          # a loop of its own: vector stores
                 dest[i] = dflt
             cnt[rxp, F_RX] += n
             cnt[rxp, F_RX_BYTES] += nbytes
