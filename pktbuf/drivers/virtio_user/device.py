@@ -31,7 +31,7 @@ import time
 from ..vhost import proto as P
 from ...fdwait import readable
 from .client import Channel
-from .layout import QS_ERR, QS_ERR_VAL, reason as v_reason
+from .layout import Q_CALLFD, QS_ERR, QS_ERR_VAL, reason as v_reason
 from .queue import queue_alloc, queue_configure, queue_down, queue_release, queue_up
 from .rings import RingMemory
 from .rx import rx_refill
@@ -218,9 +218,11 @@ class VirtioUserDevice:
         self.features, self.protocol = feat, proto
         status = bool(proto >> P.PROTO_STATUS & 1)
         order = list(range(0, n, 2)) + list(range(1, n, 2))
+        calls = {}
         for i in order:
             fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
             self._fds.append(fd)
+            calls[i] = fd
             ch.send(P.SET_VRING_CALL, P.U64.pack(i), [fd])
         ch.send(P.SET_FEATURES, P.U64.pack(feat))
         if status:
@@ -251,9 +253,11 @@ class VirtioUserDevice:
             queue_configure(q, desc=desc, avail=avail, used=used, num=self.num, hdrs=hdrs,
                             regions=[(a, s) for a, s, _ in regions], hdr=hdr, mrg=mrg,
                             kickfd=kick, pool_id=self.pool.id, port=self.port_id, vring=i,
-                            in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1), packed=packed)
-            # the driver never wants calls: it polls (split: avail flags NO_INTERRUPT; packed:
-            # the driver event area's flags DISABLE, the u16 after off_wrap)
+                            in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1), packed=packed,
+                            callfd=calls[i])
+            # the driver wants no calls: it polls (split: avail flags NO_INTERRUPT; packed:
+            # the driver event area's flags DISABLE, the u16 after off_wrap) -- until a
+            # receiver sleeps in virtio_user_rx_wait (.wait)
             mem.region.array[avail - mem.region.address + (2 if packed else 0)] = 1
             if i % 2 == 0:
                 rx_refill(self.dom, q, -1)
@@ -273,7 +277,16 @@ class VirtioUserDevice:
         self.reason = why             # before the link reads down
         self.up = False
         for q in self.vq:
+            queue_down(q.st, 0)           # the flag first: a waiter that wakes sees it ...
+            fd = int(q.cfg[Q_CALLFD])
+            if fd >= 0:                   # ... wake a receiver asleep in virtio_user_rx_wait
+                try:
+                    os.eventfd_write(fd, 1)
+                except OSError:
+                    pass
+        for q in self.vq:
             queue_down(q.st, _DRAIN_US)
+            q.cfg[Q_CALLFD] = -1          # closed below
         if stop_rings and self._chan is not None:
             try:
                 self._chan.sock.settimeout(2.0)

@@ -34,7 +34,8 @@ Q_VRING = 12
 Q_RX_BATCH = 13          # Rx: refill once this many descriptors are free
 Q_IN_ORDER = 14          # IN_ORDER negotiated: Tx chains come back in the order posted
 Q_PACKED = 15            # RING_PACKED negotiated: Q_AVAIL / Q_USED are the event areas
-Q_WORDS = 16
+Q_CALLFD = 16            # Rx: the call eventfd (virtio_user_rx_wait sleeps on it), -1 none
+Q_WORDS = 20
 
 # status words (st); QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL are the burst gate's
 QS_AVAIL_IDX = 2         # next avail index this side publishes (free-running u16)
@@ -47,6 +48,7 @@ QS_NEXT_DESC = 6         # Tx with IN_ORDER: the next descriptor (chains are con
 QS_AVAIL_WRAP = 7
 QS_USED_WRAP = 8
 QS_IDS = 9
+QS_WAITS = 12            # virtio_user_rx_wait calls that slept in poll()
 QS_PACKETS = 16
 QS_BYTES = 17
 QS_MISSED = 18           # Tx: packets not taken (ring full)

@@ -25,6 +25,7 @@ from ...vhost.api.pairs import VringPairPort, check_socket_path
 from ..layout import MAX_QUEUE_SIZE
 from ..rx import virtio_user_rx_burst
 from ..tx import virtio_user_tx_burst
+from ..wait import virtio_user_rx_wait
 
 __all__ = ["VirtioUserPort"]
 
@@ -43,6 +44,7 @@ class VirtioUserPort(VringPairPort):
     _tx_errors_counted = True     # packets from memory outside the table (QS_ERRORS)
     _rx_kernel = virtio_user_rx_burst
     _tx_kernel = virtio_user_tx_burst
+    _wait_kernel = virtio_user_rx_wait
 
     def __init__(self, path: str, pool, *, server: bool = False, queues: int = 1,
                  queue_size: int = 256, mrg_rxbuf: bool = True, in_order: bool = True,
