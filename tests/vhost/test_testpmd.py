@@ -17,7 +17,10 @@ import pytest
 
 import pktbuf
 from pktbuf.apps import testpmd as T
+from pktbuf.drivers.vhost import layout as L
 from pktbuf.drivers.vhost.api.port import VhostPort
+
+from .wait_echo import echo_wakes_the_sleeper
 
 if not T.available():
     if os.environ.get("CI"):
@@ -164,6 +167,18 @@ class TestVirtioUser:
                 time.sleep(0.2)
             assert after["rx_packets"] - before["rx_packets"] == sent
             assert after["rx_bytes"] - before["rx_bytes"] == nbytes
+        finally:
+            tp.stop_forwarding()
+
+    def test_rx_wait_sleeps_until_testpmd_echoes(self, peer):
+        """testpmd's virtio_user kicks while we ask for kicks (split: used flags; packed:
+        device event flags); a wait with nothing coming times out."""
+        port, pool, tp = peer
+        _forward(tp, "io")
+        try:
+            assert port.rx_wait(0, 200) == 0
+            fs = _frames(3, seed=11)
+            assert echo_wakes_the_sleeper(port, pool, L.QS_WAITS, _packet, fs) == fs
         finally:
             tp.stop_forwarding()
 

@@ -13,13 +13,14 @@ import pktbuf
 from pktbuf.apps import testpmd as T
 from pktbuf.drivers.vhost import proto as P
 from pktbuf.drivers.virtio_user.api.port import VirtioUserPort
-from pktbuf.drivers.virtio_user.layout import QS_ERRORS
+from pktbuf.drivers.virtio_user.layout import QS_ERRORS, QS_WAITS
 
 if not T.available():
     if os.environ.get("CI"):
         pytest.fail("dpdk-testpmd is not installed (apt-get install dpdk-dev)", pytrace=False)
     pytest.skip("dpdk-testpmd is not installed", allow_module_level=True)
 
+from ..vhost.wait_echo import echo_wakes_the_sleeper
 from .test_testpmd import _drain, _forward, _frames, _packet
 
 
@@ -110,3 +111,12 @@ def test_packed_io_echo_is_byte_exact_with_chained_mbufs(peer):
     assert i == len(hs)
     assert back == fs
     port.tx_burst([])
+
+
+def test_packed_rx_wait_sleeps_until_testpmd_echoes(peer):
+    """testpmd's vhost calls while our driver event flags say ENABLE."""
+    port, pool, t = peer
+    _forward(t, "io")
+    assert port.rx_wait(0, 200) == 0
+    fs = _frames(3, 13)
+    assert echo_wakes_the_sleeper(port, pool, QS_WAITS, _packet, fs) == fs
