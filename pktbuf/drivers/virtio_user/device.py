@@ -46,8 +46,11 @@ S_ACK, S_DRIVER, S_FEATURES_OK, S_DRIVER_OK = 1, 2, 8, 4
 MAX_POOL_REGIONS = P.MAX_REGIONS - 1
 
 
-def features_wanted(queues: int, mrg_rxbuf: bool, in_order: bool, packed: bool = False) -> int:
+def features_wanted(queues: int, mrg_rxbuf: bool, in_order: bool, packed: bool = False,
+                    event_idx: bool = False) -> int:
     f = (1 << P.VIRTIO_F_VERSION_1) | (1 << P.VHOST_USER_F_PROTOCOL_FEATURES)
+    if event_idx:
+        f |= 1 << P.VIRTIO_RING_F_EVENT_IDX
     if packed:
         f |= 1 << P.VIRTIO_F_RING_PACKED
     if mrg_rxbuf:
@@ -71,14 +74,15 @@ class VirtioUserDevice:
     """``queues`` queue pairs of ``queue_size`` entries over the socket at ``path``."""
 
     def __init__(self, path: str, pool, *, server: bool, queues: int, queue_size: int,
-                 mrg_rxbuf: bool, in_order: bool, port_id: int, packed: bool = False):
+                 mrg_rxbuf: bool, in_order: bool, port_id: int, packed: bool = False,
+                 event_idx: bool = False):
         self.path = path
         self.pool = pool
         self.dom = pool.domain.state
         self.server = server
         self.queues = queues
         self.num = queue_size
-        self.wanted = features_wanted(queues, mrg_rxbuf, in_order, packed)
+        self.wanted = features_wanted(queues, mrg_rxbuf, in_order, packed, event_idx)
         self.port_id = port_id
         self.vq = [queue_alloc() for _ in range(2 * queues)]   # vring 2k: Rx k, 2k+1: Tx k
         self.features = 0
@@ -254,7 +258,8 @@ class VirtioUserDevice:
                             regions=[(a, s) for a, s, _ in regions], hdr=hdr, mrg=mrg,
                             kickfd=kick, pool_id=self.pool.id, port=self.port_id, vring=i,
                             in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1), packed=packed,
-                            callfd=calls[i])
+                            callfd=calls[i],
+                            event_idx=bool(feat >> P.VIRTIO_RING_F_EVENT_IDX & 1))
             # the driver wants no calls: it polls (split: avail flags NO_INTERRUPT; packed:
             # the driver event area's flags DISABLE, the u16 after off_wrap) -- until a
             # receiver sleeps in virtio_user_rx_wait (.wait)

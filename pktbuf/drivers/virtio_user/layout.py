@@ -35,6 +35,7 @@ Q_RX_BATCH = 13          # Rx: refill once this many descriptors are free
 Q_IN_ORDER = 14          # IN_ORDER negotiated: Tx chains come back in the order posted
 Q_PACKED = 15            # RING_PACKED negotiated: Q_AVAIL / Q_USED are the event areas
 Q_CALLFD = 16            # Rx: the call eventfd (virtio_user_rx_wait sleeps on it), -1 none
+Q_EVENT_IDX = 17         # EVENT_IDX negotiated: kicks follow avail_event, calls used_event
 Q_WORDS = 20
 
 # status words (st); QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL are the burst gate's

@@ -69,7 +69,8 @@ def rx_refill_split(dom, q, lcore):
     av = avail_view(q)
     mask = q.cfg[Q_MASK]
     hdr = q.cfg[Q_HDR]
-    aidx = q.st[QS_AVAIL_IDX]
+    old = q.st[QS_AVAIL_IDX]
+    aidx = old
     for x in range(free):
         h = q.scr_mb[x]
         m = mb[h]
@@ -82,7 +83,7 @@ def rx_refill_split(dom, q, lcore):
     aidx = (aidx + free) & IDX_MASK
     q.st[QS_AVAIL_IDX] = aidx
     q.st[QS_INFLIGHT] += free
-    publish_avail(q, av, aidx)
+    publish_avail(q, av, old, aidx)
     return free
 
 

@@ -177,10 +177,11 @@ def tx_split(dom, q, lcore, pkts, n):
         nbytes += np.int64(m.pkt_len)
     q.st[QS_BURSTS] += 1
     if posted > 0:
+        old = aidx
         aidx = (aidx + posted) & IDX_MASK
         q.st[QS_AVAIL_IDX] = aidx
         q.st[QS_INFLIGHT] += posted
-        publish_avail(q, av, aidx)
+        publish_avail(q, av, old, aidx)
         q.st[QS_PACKETS] += posted
         q.st[QS_BYTES] += nbytes
     q.st[QS_MISSED] += n - sent

@@ -15,9 +15,10 @@ from ..._jit import kernel
 from ...atomics import fence, load_acquire, load_relaxed, store_release
 from ..vhost.layout import A16_IDX, IDX_MASK, USED_F_NO_NOTIFY, U16_FLAGS, U16_IDX
 # the split-ring views are the back end's: the ring words (Q_DESC ...) are the same
-from ..vhost.vring import avail_view, desc_view, used_view16, used_view32
+from ..vhost.vring import avail_view, desc_view, need_event, used_view16, used_view32
 from ..vhost.vring import eventfd_signal      # the kick: the same write as vhost's call
-from .layout import Q_KICKFD, Q_NREG, QS_FREE, QS_INFLIGHT, QS_KICKS, QS_USED_SEEN, V_USED_IDX
+from .layout import (Q_EVENT_IDX, Q_KICKFD, Q_N, Q_NREG, QS_FREE, QS_INFLIGHT, QS_KICKS,
+                     QS_USED_SEEN, V_USED_IDX)
 from ..common.gate import queue_fail
 
 __all__ = ["desc_view", "avail_view", "used_view16", "used_view32", "used_pending",
@@ -68,15 +69,20 @@ def desc_push(q, i):
 
 
 @kernel
-def publish_avail(q, av, idx):
-    """Make avail entries up to ``idx`` visible (one release store), then kick the back end
-    unless its used flags say NO_NOTIFY (EVENT_IDX is never negotiated)."""
+def publish_avail(q, av, old, idx):
+    """Make avail entries ``old .. idx`` visible (one release store), then kick the back end
+    unless it asked not to be: its used flags say NO_NOTIFY, or with EVENT_IDX the
+    ``avail_event`` rule (virtio 1.1 §2.6.7.2) says the index did not pass it."""
     store_release(av, A16_IDX, np.uint16(idx & IDX_MASK))
     fd = q.cfg[Q_KICKFD]
     if fd < 0:
         return
     fence()
     u16 = used_view16(q)
-    if (np.int64(load_relaxed(u16, U16_FLAGS)) & USED_F_NO_NOTIFY) == 0:
+    if q.cfg[Q_EVENT_IDX]:
+        kick = need_event(np.int64(load_relaxed(u16, 2 + 4 * q.cfg[Q_N])), idx, old)
+    else:
+        kick = (np.int64(load_relaxed(u16, U16_FLAGS)) & USED_F_NO_NOTIFY) == 0
+    if kick:
         eventfd_signal(fd)
         q.st[QS_KICKS] += 1

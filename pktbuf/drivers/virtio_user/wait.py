@@ -8,12 +8,14 @@ interrupts on an idle queue (virtio 1.1 §2.6.7, §2.7.10; docs/vhost.md, "Inter
 
 1. a used buffer waiting already?  Then return at once, without a system call;
 2. reset the call eventfd (a call the back end made while we polled is stale), then ask for
-   calls: split: clear ``NO_INTERRUPT`` in the avail flags (EVENT_IDX is not negotiated by
-   this side); packed: driver event flags ``ENABLE``;
+   calls: split: clear ``NO_INTERRUPT`` in the avail flags, or with EVENT_IDX publish
+   ``used_event`` = the next used index we will read (the device calls once its index passes
+   it); packed: driver event flags ``ENABLE`` (with or without EVENT_IDX);
 3. a full barrier, then look at the used ring **again** (no lost wake-up: a buffer used
    before the back end could see our request would never be called for);
 4. ``poll()`` on the call eventfd up to ``timeout_ms`` (-1: forever), read it when it fired;
-5. stop the calls again (we poll while busy).
+5. stop the calls again (we poll while busy; with EVENT_IDX the stale ``used_event`` stays
+   behind the device's index, which comes round to it once in 65536 buffers).
 
 The wait holds the queue's burst gate; the control thread writes the call eventfd itself
 after it took the link flag down, so a sleeper returns before the rings go
@@ -31,10 +33,10 @@ from ...rawmem import addr_view
 from ...syscalls import POLLIN, fd_poll
 from ..common.gate import queue_enter, queue_leave
 from ..vhost._sys import eventfd_drain
-from ..vhost.layout import (A16_FLAGS, AVAIL_F_NO_INTERRUPT, EVENT_F_DISABLE, EVENT_F_ENABLE,
+from ..vhost.layout import (A16_FLAGS, A16_RING, AVAIL_F_NO_INTERRUPT, EVENT_F_DISABLE, EVENT_F_ENABLE,
                             IDX_MASK, U16_IDX)
 from ..vhost.wait import ENETDOWN
-from .layout import (Q_AVAIL, Q_CALLFD, Q_PACKED, QS_UP, QS_USED_SEEN, QS_USED_WRAP,
+from .layout import (Q_AVAIL, Q_CALLFD, Q_EVENT_IDX, Q_N, Q_PACKED, QS_UP, QS_USED_SEEN, QS_USED_WRAP,
                      QS_WAITS)
 from .packed import PK_USED, pk_state
 from .vring import avail_view, desc_view, used_view16
@@ -57,6 +59,10 @@ def calls_on(q, on):
     if q.cfg[Q_PACKED]:
         ev = addr_view(q.cfg[Q_AVAIL], 2, np.uint16)
         store_relaxed(ev, 1, np.uint16(EVENT_F_ENABLE if on else EVENT_F_DISABLE))
+    elif q.cfg[Q_EVENT_IDX]:
+        if on:
+            store_relaxed(avail_view(q), A16_RING + q.cfg[Q_N],
+                          np.uint16(q.st[QS_USED_SEEN] & IDX_MASK))
     else:
         store_relaxed(avail_view(q), A16_FLAGS, np.uint16(0 if on else AVAIL_F_NO_INTERRUPT))
 
