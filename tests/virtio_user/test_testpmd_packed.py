@@ -13,7 +13,7 @@ import pktbuf
 from pktbuf.apps import testpmd as T
 from pktbuf.drivers.vhost import proto as P
 from pktbuf.drivers.virtio_user.api.port import VirtioUserPort
-from pktbuf.drivers.virtio_user.layout import QS_ERRORS, QS_KICKS, QS_WAITS
+from pktbuf.drivers.virtio_user.layout import QS_ERRORS, QS_INFLIGHT, QS_KICKS, QS_WAITS
 
 if not T.available():
     if os.environ.get("CI"):
@@ -154,6 +154,36 @@ def test_event_idx_against_testpmd(tp, packed):
         assert bursts >= 25 and kicks <= 2, (kicks, bursts)
         fs = _frames(3, 22)
         assert echo_wakes_the_sleeper(port, pool, QS_WAITS, _packet, fs) == fs
+    finally:
+        t.stop_forwarding()
+        port.close()
+        assert pool.in_use_count == 0
+        pool.close()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["split", "packed"])
+def test_32768_entry_rings_against_testpmd(tp, packed):
+    """queue_size=32768 with testpmd's net_vhost: 3000 frames in flight before testpmd
+    forwards any, echoed byte-exact; every Rx descriptor was posted."""
+    t, sock = tp
+    t.stop_forwarding()
+    pool = pktbuf.PktmbufPool(32768 + 8192)
+    port = VirtioUserPort(sock, pool, packed_vq=packed, queue_size=32768)
+    try:
+        assert port.wait_link_up(60), (port.disconnect_reason, t.log()[-3000:])
+        assert port.rx_queue(0).st[QS_INFLIGHT] == 32768
+        fs = _frames(3000, 31)
+        hs = [_packet(pool, f, 1 + i % 2) for i, f in enumerate(fs)]
+        sent = sum(port.tx_burst(hs[i:i + 64]) for i in range(0, len(hs), 64))
+        assert sent == len(hs)
+        _forward(t, "io")
+        back, end = [], time.monotonic() + 30
+        while len(back) < len(fs) and time.monotonic() < end:
+            got = port.rx_burst(32)
+            back += [pool.mbuf(int(h)).tobytes() for h in got]
+            pool.free_bulk(got)
+        assert back == fs, (len(back), t.port_stats())
+        port.tx_burst([])
     finally:
         t.stop_forwarding()
         port.close()

@@ -17,7 +17,9 @@ from ..common.gate import QS_BUSY, QS_ERR, QS_ERR_VAL, QS_UP  # noqa: F401
 from ..vhost.layout import Q_AVAIL, Q_DESC, Q_N, Q_USED  # noqa: F401 (words 0-3, below)
 from ..vhost.proto import MAX_REGIONS
 
-MAX_QUEUE_SIZE = 1024    # ring entries per vring pktbuf's front end drives (DPDK: 32768)
+MAX_QUEUE_SIZE = 32768   # ring entries per vring (the split ring's limit, virtio 1.1 §2.6;
+                         # DPDK's back end accepts as many)
+REFILL_CHUNK = 256       # Rx: mbufs one bulk allocation of a refill takes
 
 # configuration words (cfg), written by the control thread while the queue is down
 # words 0-3 (Q_DESC, Q_AVAIL, Q_USED, Q_N: the ring areas in the shared ring memory, the ring
