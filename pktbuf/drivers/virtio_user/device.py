@@ -47,8 +47,10 @@ MAX_POOL_REGIONS = P.MAX_REGIONS - 1
 
 
 def features_wanted(queues: int, mrg_rxbuf: bool, in_order: bool, packed: bool = False,
-                    event_idx: bool = False) -> int:
+                    event_idx: bool = False, indirect: bool = False) -> int:
     f = (1 << P.VIRTIO_F_VERSION_1) | (1 << P.VHOST_USER_F_PROTOCOL_FEATURES)
+    if indirect:
+        f |= 1 << P.VIRTIO_RING_F_INDIRECT_DESC
     if event_idx:
         f |= 1 << P.VIRTIO_RING_F_EVENT_IDX
     if packed:
@@ -75,14 +77,14 @@ class VirtioUserDevice:
 
     def __init__(self, path: str, pool, *, server: bool, queues: int, queue_size: int,
                  mrg_rxbuf: bool, in_order: bool, port_id: int, packed: bool = False,
-                 event_idx: bool = False):
+                 event_idx: bool = False, indirect: bool = False):
         self.path = path
         self.pool = pool
         self.dom = pool.domain.state
         self.server = server
         self.queues = queues
         self.num = queue_size
-        self.wanted = features_wanted(queues, mrg_rxbuf, in_order, packed, event_idx)
+        self.wanted = features_wanted(queues, mrg_rxbuf, in_order, packed, event_idx, indirect)
         self.port_id = port_id
         self.vq = [queue_alloc() for _ in range(2 * queues)]   # vring 2k: Rx k, 2k+1: Tx k
         self.features = 0
@@ -236,7 +238,8 @@ class VirtioUserDevice:
                 raise P.VhostViolation(f"back end refused the features {feat:#x} "
                                        f"(status {st:#x})")
         # memory: our rings, then every pool of the domain
-        mem = RingMemory(n, self.num)
+        ind = bool(feat >> P.VIRTIO_RING_F_INDIRECT_DESC & 1)
+        mem = RingMemory(n, self.num, indirect=ind)
         self._mem = mem
         regions = [(mem.region.address, mem.region.size, mem.region.fd)]
         pools = [self.pool] + [p for p in self.pool.domain.pools
@@ -259,7 +262,8 @@ class VirtioUserDevice:
                             kickfd=kick, pool_id=self.pool.id, port=self.port_id, vring=i,
                             in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1), packed=packed,
                             callfd=calls[i],
-                            event_idx=bool(feat >> P.VIRTIO_RING_F_EVENT_IDX & 1))
+                            event_idx=bool(feat >> P.VIRTIO_RING_F_EVENT_IDX & 1),
+                            indirect=mem.indirect(i) if ind and i % 2 == 1 else 0)
             # the driver wants no calls: it polls (split: avail flags NO_INTERRUPT; packed:
             # the driver event area's flags DISABLE, the u16 after off_wrap) -- until a
             # receiver sleeps in virtio_user_rx_wait (.wait)

@@ -20,6 +20,7 @@ from ..vhost.proto import MAX_REGIONS
 MAX_QUEUE_SIZE = 32768   # ring entries per vring (the split ring's limit, virtio 1.1 §2.6;
                          # DPDK's back end accepts as many)
 REFILL_CHUNK = 256       # Rx: mbufs one bulk allocation of a refill takes
+IND_MAX = 16             # Tx: entries of one indirect table (the header and 15 segments)
 
 # configuration words (cfg), written by the control thread while the queue is down
 # words 0-3 (Q_DESC, Q_AVAIL, Q_USED, Q_N: the ring areas in the shared ring memory, the ring
@@ -38,6 +39,8 @@ Q_IN_ORDER = 14          # IN_ORDER negotiated: Tx chains come back in the order
 Q_PACKED = 15            # RING_PACKED negotiated: Q_AVAIL / Q_USED are the event areas
 Q_CALLFD = 16            # Rx: the call eventfd (virtio_user_rx_wait sleeps on it), -1 none
 Q_EVENT_IDX = 17         # EVENT_IDX negotiated: kicks follow avail_event, calls used_event
+Q_IND = 18               # Tx, INDIRECT_DESC negotiated: host address of the indirect tables
+                         # (IND_MAX entries per descriptor / buffer id), 0 none
 Q_WORDS = 20
 
 # status words (st); QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL are the burst gate's

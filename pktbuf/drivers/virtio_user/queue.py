@@ -12,7 +12,8 @@ import numpy as np
 from ..._jit import kernel
 from ...buf.mbuf.free import pktmbuf_free
 from ..common.gate import queue_down, queue_up  # noqa: F401
-from .layout import (MAX_QUEUE_SIZE, Q_AVAIL, Q_CALLFD, Q_EVENT_IDX, Q_DESC, Q_HDR, Q_HDRS, Q_IN_ORDER, Q_KICKFD,
+from .layout import (MAX_QUEUE_SIZE, Q_AVAIL, Q_CALLFD, Q_EVENT_IDX, Q_IND, Q_DESC, Q_HDR,
+                     Q_HDRS, Q_IN_ORDER, Q_KICKFD,
                      Q_MASK, Q_MRG, Q_PACKED,
                      Q_N, Q_NREG, Q_POOL, Q_PORT, Q_RX_BATCH, Q_USED, Q_VRING, QS_AVAIL_IDX,
                      QS_AVAIL_WRAP, QS_ERR, QS_ERR_VAL, QS_FREE, QS_IDS, QS_INFLIGHT,
@@ -48,7 +49,7 @@ def queue_release(dom, q):
 def queue_configure(q, *, desc: int, avail: int, used: int, num: int, hdrs: int, regions,
                     hdr: int, mrg: bool, kickfd: int, pool_id: int, port: int,
                     vring: int, in_order: bool = False, packed: bool = False,
-                    callfd: int = -1, event_idx: bool = False) -> None:
+                    callfd: int = -1, event_idx: bool = False, indirect: int = 0) -> None:
     """Point a down, empty queue at fresh rings: every descriptor free, indices 0 (packed:
     slots 0, wrap counters 1, every buffer id free).  ``callfd``: the vring's call eventfd
     (:func:`~pktbuf.drivers.virtio_user.wait.virtio_user_rx_wait` sleeps on it)."""
@@ -65,6 +66,7 @@ def queue_configure(q, *, desc: int, avail: int, used: int, num: int, hdrs: int,
     c[Q_IN_ORDER] = int(in_order)
     c[Q_PACKED] = int(packed)
     c[Q_EVENT_IDX] = int(event_idx)
+    c[Q_IND] = indirect
     q.regions[:] = 0
     for i, (addr, size) in enumerate(regions):
         q.regions[i] = (addr, size)

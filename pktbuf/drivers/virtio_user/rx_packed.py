@@ -25,7 +25,8 @@ from ...buf.mbuf.raw import pktmbuf_alloc_bulk
 from ...rawmem import addr_view
 from ..common.gate import queue_fail
 from ..vhost.layout import DESC_F_WRITE
-from .layout import (REFILL_CHUNK, Q_HDR, Q_MRG, Q_N, Q_POOL, Q_PORT, Q_RX_BATCH, QS_AVAIL_IDX, QS_AVAIL_WRAP,
+from .layout import (REFILL_CHUNK, Q_HDR, Q_MRG, Q_N, Q_POOL, Q_PORT, Q_RX_BATCH, QS_AVAIL_IDX,
+                     QS_AVAIL_WRAP,
                      QS_BURSTS, QS_BYTES, QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_NOMBUF,
                      QS_PACKETS, QS_UP, QS_USED_SEEN, QS_USED_WRAP, V_NUM_BUFFERS, V_USED_ID,
                      V_USED_IDX, V_USED_LEN, V_USED_WRAP)

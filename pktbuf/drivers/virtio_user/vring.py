@@ -13,7 +13,9 @@ import numpy as np
 
 from ..._jit import kernel
 from ...atomics import fence, load_acquire, load_relaxed, store_release
-from ..vhost.layout import A16_IDX, IDX_MASK, USED_F_NO_NOTIFY, U16_FLAGS, U16_IDX
+from ...buf.mbuf.layout import NULL
+from ...rawmem import addr_view
+from ..vhost.layout import A16_IDX, DESC_F_NEXT, IDX_MASK, USED_F_NO_NOTIFY, U16_FLAGS, U16_IDX
 # the split-ring views are the back end's: the ring words (Q_DESC ...) are the same
 from ..vhost.vring import avail_view, desc_view, need_event, used_view16, used_view32
 from ..vhost.vring import eventfd_signal      # the kick: the same write as vhost's call
@@ -22,7 +24,7 @@ from .layout import (Q_EVENT_IDX, Q_KICKFD, Q_N, Q_NREG, QS_FREE, QS_INFLIGHT, Q
 from ..common.gate import queue_fail
 
 __all__ = ["desc_view", "avail_view", "used_view16", "used_view32", "used_pending",
-           "publish_avail", "desc_pop", "desc_push", "put_desc", "in_table"]
+           "publish_avail", "desc_pop", "desc_push", "put_desc", "in_table", "ind_fill"]
 
 
 @kernel(inline="always")
@@ -86,3 +88,25 @@ def publish_avail(q, av, old, idx):
     if kick:
         eventfd_signal(fd)
         q.st[QS_KICKS] += 1
+
+
+@kernel
+def ind_fill(mb, h, t64, hslot, hdr, split):
+    """Write packet ``h``'s indirect table at ``t64`` (u64 words): the header (its zeroed
+    16-byte slot at ``hslot``), then one entry per segment, straight at the mbuf's data.
+    Split: linked by NEXT / ``next`` (virtio 1.1 §2.6.5.3); packed: a plain table used in
+    order (§2.7.7), no NEXT."""
+    z = addr_view(hslot, 16, np.uint8)
+    for b in range(16):
+        z[b] = 0
+    put_desc(t64, 0, hslot, hdr, DESC_F_NEXT if split else 0, 1)
+    k = 1
+    seg = h
+    while seg != NULL:
+        s = mb[seg]
+        nxt = np.int64(s.next)
+        last = nxt == NULL
+        put_desc(t64, k, np.int64(s.buf_addr) + np.int64(s.data_off), np.int64(s.data_len),
+                 DESC_F_NEXT if split and not last else 0, k + 1 if split and not last else 0)
+        k += 1
+        seg = nxt

@@ -33,10 +33,12 @@ from ...rawmem import addr_view
 from ...syscalls import POLLIN, fd_poll
 from ..common.gate import queue_enter, queue_leave
 from ..vhost._sys import eventfd_drain
-from ..vhost.layout import (A16_FLAGS, A16_RING, AVAIL_F_NO_INTERRUPT, EVENT_F_DISABLE, EVENT_F_ENABLE,
+from ..vhost.layout import (A16_FLAGS, A16_RING, AVAIL_F_NO_INTERRUPT, EVENT_F_DISABLE,
+                            EVENT_F_ENABLE,
                             IDX_MASK, U16_IDX)
 from ..vhost.wait import ENETDOWN
-from .layout import (Q_AVAIL, Q_CALLFD, Q_EVENT_IDX, Q_N, Q_PACKED, QS_UP, QS_USED_SEEN, QS_USED_WRAP,
+from .layout import (Q_AVAIL, Q_CALLFD, Q_EVENT_IDX, Q_N, Q_PACKED, QS_UP, QS_USED_SEEN,
+                     QS_USED_WRAP,
                      QS_WAITS)
 from .packed import PK_USED, pk_state
 from .vring import avail_view, desc_view, used_view16
