@@ -1,21 +1,33 @@
 """Interrupt mode between pktbuf's two ends over a real socket, split and packed rings:
 ``port.rx_wait`` on either side sleeps until the other side sends (the frames then arrive
-byte-exact), times out when nothing comes, asks for notifications only while it sleeps, and
-returns -ENETDOWN when the peer goes away while it sleeps."""
+byte-exact), times out when nothing comes, asks for notifications only while it sleeps,
+returns -ENETDOWN when the peer goes away while it sleeps, and loses no wake-up when the
+back end (compiled, on its own core) sends around the moment the receiver looks (a wait
+without its second look fails that test)."""
 from __future__ import annotations
 
 import errno
+import os
 import threading
 import time
 
+import numpy as np
 import pytest
+from numba import njit
 
 import pktbuf
+from pktbuf.atomics import cpu_pause, load_acquire
+from pktbuf.buf.mbuf.free import pktmbuf_free
+from pktbuf.buf.mbuf.raw import pktmbuf_alloc
 from pktbuf.drivers.vhost import layout as VL
+from pktbuf.drivers.vhost.tx import vhost_tx_burst
 from pktbuf.drivers.vhost.api.port import VhostPort
 from pktbuf.drivers.virtio_user import layout as UL
 from pktbuf.drivers.virtio_user.api.port import VirtioUserPort
+from pktbuf.drivers.virtio_user.rx import virtio_user_rx_burst
+from pktbuf.drivers.virtio_user.wait import virtio_user_rx_wait
 from pktbuf.errors import InvalidArgument
+from pktbuf.idle import now_ns, usleep
 
 from .test_pair import _bytes, _frames, _pkt
 
@@ -183,3 +195,95 @@ def test_rx_wait_arguments(pair):
             port.rx_wait(0, -2)
         with pytest.raises(InvalidArgument):
             port.rx_wait(0, 1.5)
+
+
+# -- the race at full speed, front end side: pktbuf's back end (compiled) sends one frame at
+# a time, timed around the moment the receiver enters virtio_user_rx_wait (its gate count);
+# a wait without the second look would sleep through frames the back end did not call for
+
+@njit(nogil=True)
+def _device(dom, pid, q, rxst, count, seed):
+    """Send ``count`` 60-byte frames on the back end's Tx queue ``q``, each after the front
+    end's receiver took the last and entered its gate again (bounded waits), plus a random
+    pause of 0..~2 us.  Returns the frames sent."""
+    x = np.uint64(seed) | np.uint64(1)
+    pk = np.zeros(1, np.int32)
+    sent = 0
+    mb = dom.mb
+    while sent < count:
+        h = pktmbuf_alloc(dom, pid, -1)     # before the timing starts
+        if h < 0:
+            usleep(100)
+            continue
+        m = mb[h]
+        m.data_len = 60
+        m.pkt_len = 60
+        pk[0] = h
+        t = now_ns()
+        while load_acquire(rxst, 1) != 0 and now_ns() - t < 20_000:
+            cpu_pause()
+        while load_acquire(rxst, 1) == 0 and now_ns() - t < 40_000:
+            cpu_pause()
+        x ^= x << np.uint64(13)
+        x ^= x >> np.uint64(7)
+        x ^= x << np.uint64(17)
+        for _ in range(np.int64(x % np.uint64(24))):
+            cpu_pause()
+        if vhost_tx_burst(dom, q, -1, pk, 1) == 1:
+            sent += 1
+        else:
+            pktmbuf_free(dom, -1, np.int64(h))
+            usleep(10)
+        t = now_ns()                    # until the receiver took it
+        while load_acquire(rxst, UL.QS_PACKETS) < sent and now_ns() - t < 5_000_000_000:
+            cpu_pause()
+    return sent
+
+
+@njit(nogil=True)
+def _receiver(dom, q, count, timeout_ms, out):
+    got = 0
+    slow = 0
+    while got < count:
+        t = now_ns()
+        r = virtio_user_rx_wait(q, timeout_ms)
+        if r < 0:
+            break
+        timed_out = now_ns() - t >= timeout_ms * 1_000_000
+        k = virtio_user_rx_burst(dom, q, -1, out, 32)
+        if timed_out and k > 0:
+            slow += 1
+        for j in range(k):
+            pktmbuf_free(dom, -1, np.int64(out[j]))
+        got += k
+    return got, slow
+
+
+def test_front_end_no_lost_wake_up_at_full_speed(pair):
+    fe, be, pa, pb = pair
+    count = 3000
+    rxq, txq = fe.rx_queue(0), be.tx_queue(0)
+    out = np.zeros(32, np.int32)
+    res = {}
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = len(cpus) >= 2
+
+    def rx():
+        if pin:
+            os.sched_setaffinity(0, {cpus[0]})
+        res["rx"] = _receiver(pa.domain.state, rxq, count, 500, out)
+
+    _device(pb.domain.state, pb.id, txq, rxq.st, 0, 1)          # compiled before
+    th = threading.Thread(target=rx)
+    th.start()
+    try:
+        if pin:
+            os.sched_setaffinity(0, {cpus[1]})
+        sent = _device(pb.domain.state, pb.id, txq, rxq.st, count, 777)
+    finally:
+        os.sched_setaffinity(0, cpus)
+        th.join(60)
+    got, slow = res["rx"]
+    assert sent == count and got == count
+    assert slow == 0, f"{slow} waits slept through their timeout with a frame pending"
+    assert rxq.st[UL.QS_WAITS] > 0
