@@ -59,6 +59,8 @@ from .drivers.af_xdp.tx import af_xdp_complete, af_xdp_tx_burst  # noqa: F401
 from .ethdev.burst import (eth_domain, rx_burst, rx_queue_eof, rx_queue_error,  # noqa: F401
                            tx_burst, tx_queue_error)
 from .drivers.memif.poll import memif_link_wait, memif_rx_wait  # noqa: F401
+from .drivers.vhost.wait import vhost_rx_wait  # noqa: F401
+from .drivers.virtio_user.wait import virtio_user_rx_wait  # noqa: F401
 from .drivers.pcap.rx import pcap_rx_burst, pcap_rx_eof, pcap_rx_error  # noqa: F401
 from .drivers.pcap.tx import pcap_tx_burst, pcap_tx_error, pcap_tx_flush  # noqa: F401
 from .idle import idle_backoff, sched_yield, usleep  # noqa: F401

@@ -85,7 +85,7 @@ class SplitRing:
         return out
 
     def configure(self, q, *, pool, hdr=12, mrg=True, event_idx=False, indirect=True,
-                  callfd=-1, last_avail=0, used_idx=0, regions=None):
+                  callfd=-1, last_avail=0, used_idx=0, regions=None, kickfd=-1):
         """Point queue block ``q`` at this ring (what the control thread does at KICK)."""
         from pktbuf.drivers.vhost.queue import queue_configure, queue_up
         queue_configure(q, desc=self.mem.host(self.desc), avail=self.mem.host(self.avail),
@@ -93,7 +93,8 @@ class SplitRing:
                         regions=regions if regions is not None else self.mem.table(), hdr=hdr,
                         mrg=mrg, event_idx=event_idx, indirect=indirect, callfd=callfd,
                         pool_id=pool.id, mbuf_cap=int(pool.data_room) - int(pool.headroom),
-                        port=0, vring=0, last_avail=last_avail, used_idx=used_idx)
+                        port=0, vring=0, last_avail=last_avail, used_idx=used_idx,
+                        kickfd=kickfd)
         queue_up(q.st)
 
 
@@ -156,12 +157,14 @@ class PackedRing:
                 self.used_slot -= self.n
                 self.used_wrap ^= 1
 
-    def configure(self, q, *, pool, hdr=12, mrg=True, indirect=True, callfd=-1, regions=None):
+    def configure(self, q, *, pool, hdr=12, mrg=True, indirect=True, callfd=-1, regions=None,
+                  kickfd=-1):
         from pktbuf.drivers.vhost.queue import queue_configure, queue_up
         queue_configure(q, desc=self.mem.host(self.desc), avail=self.mem.host(self.driver),
                         used=self.mem.host(self.device), num=self.n,
                         regions=regions if regions is not None else self.mem.table(), hdr=hdr,
                         mrg=mrg, event_idx=False, indirect=indirect, callfd=callfd,
                         pool_id=pool.id, mbuf_cap=int(pool.data_room) - int(pool.headroom),
-                        port=0, vring=0, last_avail=1 << 15, used_idx=1 << 15, packed=True)
+                        port=0, vring=0, last_avail=1 << 15, used_idx=1 << 15, packed=True,
+                        kickfd=kickfd)
         queue_up(q.st)

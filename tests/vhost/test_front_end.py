@@ -406,3 +406,39 @@ def test_memory_table_that_drops_some_rings_leaves_them_down(served, tmp_path):
         f.close()
     finally:
         port.close()
+
+
+def test_a_kick_fd_that_is_not_an_eventfd_is_neither_slept_on_nor_written(served):
+    """rx_wait sleeps on the kick fd and the link going down writes it to wake a sleeper:
+    only when it is an eventfd (a pipe's write end here: 8 bytes would land in the pipe)."""
+    from pktbuf.drivers.vhost import layout as L
+    port, pool, path = served
+    f = Front(path)
+    f.setup(n=64)
+    assert _wait(lambda: port.link_up), port.disconnect_reason
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    try:
+        f.u64(P.SET_VRING_KICK, 1, fds=[w], flags=1 | P.F_NEED_REPLY)
+        assert f.ack() == 0
+        os.close(w)
+        assert _wait(lambda: port.link_up), port.disconnect_reason
+        q = port.rx_queue(0)
+        assert q.cfg[L.Q_KICKFD] == -1
+        t = time.monotonic()
+        assert port.rx_wait(0, 5000) == 0            # looked again after 1 ms, not slept
+        assert time.monotonic() - t < 2.5
+        assert q.st[L.QS_WAITS] == 0
+        f.close()
+        assert _wait(lambda: not port.link_up)
+        got = []
+
+        def _eof():
+            try:
+                got.append(os.read(r, 8))
+            except BlockingIOError:
+                return False
+            return True
+        assert _wait(_eof) and got == [b""]          # EOF: the back end closed it, unwritten
+    finally:
+        os.close(r)

@@ -17,7 +17,10 @@ import pytest
 
 import pktbuf
 from pktbuf.apps import testpmd as T
+from pktbuf.drivers.vhost import layout as L
 from pktbuf.drivers.vhost.api.port import VhostPort
+
+from .wait_echo import echo_wakes_the_sleeper
 
 if not T.available():
     if os.environ.get("CI"):
@@ -167,6 +170,18 @@ class TestVirtioUser:
         finally:
             tp.stop_forwarding()
 
+    def test_rx_wait_sleeps_until_testpmd_echoes(self, peer):
+        """testpmd's virtio_user kicks while we ask for kicks (split: used flags; packed:
+        device event flags); a wait with nothing coming times out."""
+        port, pool, tp = peer
+        _forward(tp, "io")
+        try:
+            assert port.rx_wait(0, 200) == 0
+            fs = _frames(3, seed=11)
+            assert echo_wakes_the_sleeper(port, pool, L.QS_WAITS, _packet, fs) == fs
+        finally:
+            tp.stop_forwarding()
+
     def test_testpmd_quitting_takes_the_link_down_and_mbufs_come_back(self, peer):
         port, pool, tp = peer
         assert port.link()["status"] == "UP"
@@ -275,3 +290,27 @@ def _wait_down(port, timeout=15):
     while port.link_up and time.monotonic() < end:
         time.sleep(0.05)
     return not port.link_up
+
+
+def test_32768_entry_rings_from_testpmd(tmp_path):
+    """testpmd's net_virtio_user with queue_size=32768 (split): the back end takes rings of
+    32768 entries, and testpmd's txonly frames arrive, all the same 64 bytes."""
+    sock = str(tmp_path / f"vhbig{os.getpid()}.sock")
+    pool = pktbuf.PktmbufPool(8192)
+    port = VhostPort(sock, pool)
+    tp = T.Testpmd(vdevs=[f"net_virtio_user0,path={sock},queues=1,queue_size=32768"],
+                   fwd="txonly", mem=1024, mbufs=65536)
+    tp.start()
+    try:
+        assert port.wait_link_up(90), (port.disconnect_reason, tp.log()[-3000:])
+        assert tp.wait_log(r"testpmd>", 60)
+        assert [v.num for v in port.device.vrings] == [32768, 32768]
+        _forward(tp, "txonly")
+        got = _drain(port, pool, 0, 3)
+        tp.stop_forwarding()
+        assert got > 1000, (got, tp.port_stats(), port.disconnect_reason)
+    finally:
+        tp.cleanup()
+        port.close()
+    assert pool.avail_count == pool.n
+    pool.close()

@@ -15,7 +15,8 @@ from pktbuf.drivers.virtio_user.rings import RingMemory
 class Side:
     """Vring 0 (Rx) and 1 (Tx) of ``n`` entries, the pool's memory in the table."""
 
-    def __init__(self, pool, n: int = 16, mrg: bool = True, in_order: bool = False):
+    def __init__(self, pool, n: int = 16, mrg: bool = True, in_order: bool = False,
+                 kickfd: int = -1, event_idx: bool = False):
         self.pool, self.n = pool, n
         self.mem = RingMemory(2, n)
         self.regions = [(self.mem.region.address, self.mem.region.size),
@@ -25,8 +26,8 @@ class Side:
             q = queue_alloc()
             desc, avail, used, hdrs = self.mem.ring(i)
             queue_configure(q, desc=desc, avail=avail, used=used, num=n, hdrs=hdrs,
-                            regions=self.regions, hdr=12, mrg=mrg, kickfd=-1, pool_id=pool.id,
-                            port=3, vring=i, in_order=in_order)
+                            regions=self.regions, hdr=12, mrg=mrg, kickfd=kickfd, pool_id=pool.id,
+                            port=3, vring=i, in_order=in_order, event_idx=event_idx)
             queue_up(q.st)
             self.q.append(q)
         self.last_avail = [0, 0]

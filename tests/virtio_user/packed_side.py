@@ -17,7 +17,8 @@ F_NEXT, F_WRITE, F_AVAIL, F_USED = 1, 2, 1 << 7, 1 << 15
 class PackedSide:
     """Vring 0 (Rx) and 1 (Tx), packed, of ``n`` entries, the pool's memory in the table."""
 
-    def __init__(self, pool, n: int = 16, mrg: bool = True, in_order: bool = False):
+    def __init__(self, pool, n: int = 16, mrg: bool = True, in_order: bool = False,
+                 kickfd: int = -1, event_idx: bool = False):
         self.pool, self.n = pool, n
         self.mem = RingMemory(2, n)
         regions = [(self.mem.region.address, self.mem.region.size),
@@ -27,8 +28,9 @@ class PackedSide:
             q = queue_alloc()
             desc, avail, used, hdrs = self.mem.ring(i)
             queue_configure(q, desc=desc, avail=avail, used=used, num=n, hdrs=hdrs,
-                            regions=regions, hdr=12, mrg=mrg, kickfd=-1, pool_id=pool.id,
-                            port=3, vring=i, in_order=in_order, packed=True)
+                            regions=regions, hdr=12, mrg=mrg, kickfd=kickfd, pool_id=pool.id,
+                            port=3, vring=i, in_order=in_order, packed=True,
+                            event_idx=event_idx)
             queue_up(q.st)
             self.q.append(q)
         self.avail_pos = [[0, 1], [0, 1]]     # the device's avail slot and wrap counter

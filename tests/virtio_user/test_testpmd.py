@@ -15,6 +15,9 @@ import pytest
 import pktbuf
 from pktbuf.apps import testpmd as T
 from pktbuf.drivers.virtio_user.api.port import VirtioUserPort
+from pktbuf.drivers.virtio_user.layout import QS_WAITS
+
+from ..vhost.wait_echo import echo_wakes_the_sleeper
 
 if not T.available():
     if os.environ.get("CI"):
@@ -134,6 +137,18 @@ def test_io_echo_is_byte_exact_with_chained_mbufs(peer):
     assert i == len(hs)
     assert back == fs
     port.tx_burst([])
+
+
+def test_rx_wait_sleeps_until_testpmd_echoes(peer):
+    """testpmd's vhost calls while we ask for calls (avail flags NO_INTERRUPT clear)."""
+    port, pool, tp = peer
+    _forward(tp, "io")
+    try:
+        assert port.rx_wait(0, 200) == 0
+        fs = _frames(3, 12)
+        assert echo_wakes_the_sleeper(port, pool, QS_WAITS, _packet, fs) == fs
+    finally:
+        tp.stop_forwarding()
 
 
 def test_testpmd_quitting_takes_the_link_down_and_mbufs_come_back(peer):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 
 from . import proto as P
 from .layout import (DESC_SIZE, EVENT_F_DISABLE, Q_CALLFD, QS_AVAIL_WRAP, QS_ERR, QS_ERR_VAL,
@@ -40,6 +41,28 @@ def _close(fd: int) -> None:
             pass
 
 
+def _is_eventfd(fd: int) -> bool:
+    """Whether ``fd`` is an eventfd (a front end's kick fd is only slept on, and only written
+    to wake a sleeper, when it is: writing 8 bytes into anything else could block or land in
+    the peer's file)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:[eventfd]"
+    except OSError:
+        return False
+
+
+def _wake(fd: int) -> None:
+    """Add 1 to an eventfd unless that would block (the peer may have left its counter at
+    the maximum, and its fd in blocking mode)."""
+    p = select.poll()
+    p.register(fd, select.POLLOUT)
+    try:
+        if p.poll(0):
+            os.eventfd_write(fd, 1)
+    except OSError:
+        pass
+
+
 class Vring:
     """What the front end told us about one vring, and its queue block ``q``."""
 
@@ -53,6 +76,7 @@ class Vring:
         self.base = 0
         self.addr = None            # (desc, used, avail) user-space addresses
         self.kick = -1
+        self.kick_eventfd = False   # the kick fd is an eventfd (rx_wait may sleep on it)
         self.call = -1
         self.call_set = False
         self.enabled = False
@@ -113,6 +137,9 @@ class VhostDevice:
 
     def _down(self, v: Vring) -> None:
         if v.up:
+            queue_down(v.q.st, 0)         # the flag first: a waiter that wakes sees it ...
+            if v.index % 2 == 1 and v.kick >= 0 and v.kick_eventfd:
+                _wake(v.kick)             # ... wake a receiver asleep in vhost_rx_wait
             queue_down(v.q.st, _DRAIN_US)
             v.up = False
 
@@ -163,6 +190,7 @@ class VhostDevice:
         v.started = False
         _close(v.kick)
         v.kick = -1
+        v.kick_eventfd = False
 
     def _start(self, v: Vring) -> None:
         """KICK: translate the ring's addresses, configure its queue (down)."""
@@ -196,7 +224,8 @@ class VhostDevice:
                         indirect=bool(f >> P.VIRTIO_RING_F_INDIRECT_DESC & 1),
                         callfd=v.call, pool_id=self.pool.id, mbuf_cap=self.mbuf_cap,
                         port=self.port_id, vring=v.index, last_avail=base, used_idx=base,
-                        packed=self.packed)
+                        packed=self.packed,
+                        kickfd=v.kick if v.kick_eventfd else -1)
         v.started = True
         if not self.protocol_features_on:
             v.enabled = True
@@ -315,6 +344,7 @@ class VhostDevice:
         v, fd = self._vring_file(payload, fds, "SET_VRING_KICK")
         self._stop(v)
         v.kick = fd
+        v.kick_eventfd = fd >= 0 and _is_eventfd(fd)
         self._start(v)
 
     def _set_vring_call(self, payload, fds):

@@ -69,7 +69,8 @@ Q_PORT = 12             # mbuf.port of received packets
 Q_NREG = 13             # regions in use
 Q_VRING = 14            # the vring's index (for reasons)
 Q_PACKED = 15           # RING_PACKED negotiated: Q_AVAIL / Q_USED are the event areas
-Q_WORDS = 16
+Q_KICKFD = 16           # the kick eventfd (vhost_rx_wait sleeps on it), -1 none
+Q_WORDS = 20
 
 # status words (st): QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL are the burst gate's
 # (pktbuf.drivers.common.gate)
@@ -84,6 +85,7 @@ QS_CALLS = 21           # call eventfd writes
 QS_BURSTS = 22
 QS_AVAIL_WRAP = 12      # packed: the wrap counter of QS_LAST_AVAIL
 QS_USED_WRAP = 13       # packed: the wrap counter of QS_USED_IDX
+QS_WAITS = 14           # vhost_rx_wait calls that slept in poll()
 QS_WORDS = 24
 
 # validation failures: the ring is failed, the link goes down with the reason

@@ -31,7 +31,7 @@ import time
 from ..vhost import proto as P
 from ...fdwait import readable
 from .client import Channel
-from .layout import QS_ERR, QS_ERR_VAL, reason as v_reason
+from .layout import Q_CALLFD, QS_ERR, QS_ERR_VAL, reason as v_reason
 from .queue import queue_alloc, queue_configure, queue_down, queue_release, queue_up
 from .rings import RingMemory
 from .rx import rx_refill
@@ -46,8 +46,13 @@ S_ACK, S_DRIVER, S_FEATURES_OK, S_DRIVER_OK = 1, 2, 8, 4
 MAX_POOL_REGIONS = P.MAX_REGIONS - 1
 
 
-def features_wanted(queues: int, mrg_rxbuf: bool, in_order: bool, packed: bool = False) -> int:
+def features_wanted(queues: int, mrg_rxbuf: bool, in_order: bool, packed: bool = False,
+                    event_idx: bool = False, indirect: bool = False) -> int:
     f = (1 << P.VIRTIO_F_VERSION_1) | (1 << P.VHOST_USER_F_PROTOCOL_FEATURES)
+    if indirect:
+        f |= 1 << P.VIRTIO_RING_F_INDIRECT_DESC
+    if event_idx:
+        f |= 1 << P.VIRTIO_RING_F_EVENT_IDX
     if packed:
         f |= 1 << P.VIRTIO_F_RING_PACKED
     if mrg_rxbuf:
@@ -71,14 +76,15 @@ class VirtioUserDevice:
     """``queues`` queue pairs of ``queue_size`` entries over the socket at ``path``."""
 
     def __init__(self, path: str, pool, *, server: bool, queues: int, queue_size: int,
-                 mrg_rxbuf: bool, in_order: bool, port_id: int, packed: bool = False):
+                 mrg_rxbuf: bool, in_order: bool, port_id: int, packed: bool = False,
+                 event_idx: bool = False, indirect: bool = False):
         self.path = path
         self.pool = pool
         self.dom = pool.domain.state
         self.server = server
         self.queues = queues
         self.num = queue_size
-        self.wanted = features_wanted(queues, mrg_rxbuf, in_order, packed)
+        self.wanted = features_wanted(queues, mrg_rxbuf, in_order, packed, event_idx, indirect)
         self.port_id = port_id
         self.vq = [queue_alloc() for _ in range(2 * queues)]   # vring 2k: Rx k, 2k+1: Tx k
         self.features = 0
@@ -218,9 +224,11 @@ class VirtioUserDevice:
         self.features, self.protocol = feat, proto
         status = bool(proto >> P.PROTO_STATUS & 1)
         order = list(range(0, n, 2)) + list(range(1, n, 2))
+        calls = {}
         for i in order:
             fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
             self._fds.append(fd)
+            calls[i] = fd
             ch.send(P.SET_VRING_CALL, P.U64.pack(i), [fd])
         ch.send(P.SET_FEATURES, P.U64.pack(feat))
         if status:
@@ -230,7 +238,8 @@ class VirtioUserDevice:
                 raise P.VhostViolation(f"back end refused the features {feat:#x} "
                                        f"(status {st:#x})")
         # memory: our rings, then every pool of the domain
-        mem = RingMemory(n, self.num)
+        ind = bool(feat >> P.VIRTIO_RING_F_INDIRECT_DESC & 1)
+        mem = RingMemory(n, self.num, indirect=ind)
         self._mem = mem
         regions = [(mem.region.address, mem.region.size, mem.region.fd)]
         pools = [self.pool] + [p for p in self.pool.domain.pools
@@ -251,9 +260,13 @@ class VirtioUserDevice:
             queue_configure(q, desc=desc, avail=avail, used=used, num=self.num, hdrs=hdrs,
                             regions=[(a, s) for a, s, _ in regions], hdr=hdr, mrg=mrg,
                             kickfd=kick, pool_id=self.pool.id, port=self.port_id, vring=i,
-                            in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1), packed=packed)
-            # the driver never wants calls: it polls (split: avail flags NO_INTERRUPT; packed:
-            # the driver event area's flags DISABLE, the u16 after off_wrap)
+                            in_order=bool(feat >> P.VIRTIO_F_IN_ORDER & 1), packed=packed,
+                            callfd=calls[i],
+                            event_idx=bool(feat >> P.VIRTIO_RING_F_EVENT_IDX & 1),
+                            indirect=mem.indirect(i) if ind and i % 2 == 1 else 0)
+            # the driver wants no calls: it polls (split: avail flags NO_INTERRUPT; packed:
+            # the driver event area's flags DISABLE, the u16 after off_wrap) -- until a
+            # receiver sleeps in virtio_user_rx_wait (.wait)
             mem.region.array[avail - mem.region.address + (2 if packed else 0)] = 1
             if i % 2 == 0:
                 rx_refill(self.dom, q, -1)
@@ -273,7 +286,16 @@ class VirtioUserDevice:
         self.reason = why             # before the link reads down
         self.up = False
         for q in self.vq:
+            queue_down(q.st, 0)           # the flag first: a waiter that wakes sees it ...
+            fd = int(q.cfg[Q_CALLFD])
+            if fd >= 0:                   # ... wake a receiver asleep in virtio_user_rx_wait
+                try:
+                    os.eventfd_write(fd, 1)
+                except OSError:
+                    pass
+        for q in self.vq:
             queue_down(q.st, _DRAIN_US)
+            q.cfg[Q_CALLFD] = -1          # closed below
         if stop_rings and self._chan is not None:
             try:
                 self._chan.sock.settimeout(2.0)

@@ -17,7 +17,10 @@ from ..common.gate import QS_BUSY, QS_ERR, QS_ERR_VAL, QS_UP  # noqa: F401
 from ..vhost.layout import Q_AVAIL, Q_DESC, Q_N, Q_USED  # noqa: F401 (words 0-3, below)
 from ..vhost.proto import MAX_REGIONS
 
-MAX_QUEUE_SIZE = 1024    # ring entries per vring pktbuf's front end drives (DPDK: 32768)
+MAX_QUEUE_SIZE = 32768   # ring entries per vring (the split ring's limit, virtio 1.1 §2.6;
+                         # DPDK's back end accepts as many)
+REFILL_CHUNK = 256       # Rx: mbufs one bulk allocation of a refill takes
+IND_MAX = 16             # Tx: entries of one indirect table (the header and 15 segments)
 
 # configuration words (cfg), written by the control thread while the queue is down
 # words 0-3 (Q_DESC, Q_AVAIL, Q_USED, Q_N: the ring areas in the shared ring memory, the ring
@@ -34,7 +37,11 @@ Q_VRING = 12
 Q_RX_BATCH = 13          # Rx: refill once this many descriptors are free
 Q_IN_ORDER = 14          # IN_ORDER negotiated: Tx chains come back in the order posted
 Q_PACKED = 15            # RING_PACKED negotiated: Q_AVAIL / Q_USED are the event areas
-Q_WORDS = 16
+Q_CALLFD = 16            # Rx: the call eventfd (virtio_user_rx_wait sleeps on it), -1 none
+Q_EVENT_IDX = 17         # EVENT_IDX negotiated: kicks follow avail_event, calls used_event
+Q_IND = 18               # Tx, INDIRECT_DESC negotiated: host address of the indirect tables
+                         # (IND_MAX entries per descriptor / buffer id), 0 none
+Q_WORDS = 20
 
 # status words (st); QS_UP, QS_BUSY, QS_ERR, QS_ERR_VAL are the burst gate's
 QS_AVAIL_IDX = 2         # next avail index this side publishes (free-running u16)
@@ -47,6 +54,7 @@ QS_NEXT_DESC = 6         # Tx with IN_ORDER: the next descriptor (chains are con
 QS_AVAIL_WRAP = 7
 QS_USED_WRAP = 8
 QS_IDS = 9
+QS_WAITS = 12            # virtio_user_rx_wait calls that slept in poll()
 QS_PACKETS = 16
 QS_BYTES = 17
 QS_MISSED = 18           # Tx: packets not taken (ring full)

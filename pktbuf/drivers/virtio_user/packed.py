@@ -26,9 +26,9 @@ import numpy as np
 from ..._jit import kernel
 from ...atomics import fence, load_acquire, load_relaxed, store_release
 from ...rawmem import addr_view
-from ..vhost.layout import EVENT_F_DISABLE, PACKED_F_AVAIL, PACKED_F_USED
+from ..vhost.layout import EVENT_F_DESC, EVENT_F_DISABLE, PACKED_F_AVAIL, PACKED_F_USED
 from ..vhost.vring import eventfd_signal
-from .layout import Q_DESC, Q_KICKFD, Q_N, Q_USED, QS_IDS, QS_KICKS
+from .layout import Q_DESC, Q_EVENT_IDX, Q_KICKFD, Q_N, Q_USED, QS_AVAIL_IDX, QS_IDS, QS_KICKS
 
 __all__ = ["PK_PENDING", "PK_USED", "PK_BAD", "pk_avail_flags", "pk_put", "pk_state",
            "pk_word", "pk_advance", "pk_publish", "pk_id_pop", "pk_id_push", "flags_view"]
@@ -103,16 +103,41 @@ def pk_id_push(q, i):
     q.st[QS_IDS] = top + 1
 
 
+@kernel(inline="always")
+def pk_event_passed(q, first_slot, first_wrap, off_wrap):
+    """DESC mode (virtio 1.1 §2.7.10, EVENT_IDX): whether the descriptors just published --
+    from ``first_slot`` in lap ``first_wrap`` up to the avail slot and counter now in ``st``
+    -- include the one the device named in ``off_wrap`` (bits 0-14 the slot, bit 15 the wrap
+    counter of the lap it is to be made available in)."""
+    n = q.cfg[Q_N]
+    k = (q.st[QS_AVAIL_IDX] - first_slot) % n
+    if k == 0:
+        k = n                                  # a whole ring's worth
+    off = off_wrap & 0x7FFF
+    if off >= n:
+        return True                            # nonsense: a spurious kick is harmless
+    d = (off - first_slot) % n
+    lap = first_wrap if off >= first_slot else first_wrap ^ 1
+    return d < k and lap == (off_wrap >> 15 & 1)
+
+
 @kernel
 def pk_publish(q, first_slot, first_flags):
     """Make the burst visible (the first descriptor's flags, one release store), then kick
-    the back end unless its device area says DISABLE."""
+    the back end unless its device area says DISABLE, or says DESC (EVENT_IDX negotiated)
+    and names a descriptor this burst did not make available."""
     store_release(flags_view(q), 8 * first_slot + 7, np.uint16(first_flags))
     fd = q.cfg[Q_KICKFD]
     if fd < 0:
         return
     fence()
     ev = addr_view(q.cfg[Q_USED], 2, np.uint16)
-    if np.int64(load_relaxed(ev, 1)) != EVENT_F_DISABLE:
-        eventfd_signal(fd)
-        q.st[QS_KICKS] += 1
+    fl = np.int64(load_relaxed(ev, 1))
+    if fl == EVENT_F_DISABLE:
+        return
+    if fl == EVENT_F_DESC and q.cfg[Q_EVENT_IDX]:
+        wrap = 1 if first_flags & PACKED_F_AVAIL else 0
+        if not pk_event_passed(q, first_slot, wrap, np.int64(load_relaxed(ev, 0))):
+            return
+    eventfd_signal(fd)
+    q.st[QS_KICKS] += 1

@@ -15,8 +15,10 @@ Per burst (virtio 1.1 §2.6.14, §5.1.6.4):
    next burst.  Its buffers become one mbuf chain: the first mbuf's data starts after the
    header, the others' ``hdr`` bytes earlier (where the back end wrote).  Frames shorter than
    an Ethernet header (14 bytes) are freed and counted in ``QS_ERRORS``, as DPDK's driver does.
-2. **refill** once ``Q_RX_BATCH`` descriptors are free: one bulk allocation, one avail publish
-   (a dry pool is counted in ``QS_NOMBUF`` and tried again next burst).
+2. **refill** once ``Q_RX_BATCH`` descriptors are free: bulk allocations of up to
+   ``REFILL_CHUNK`` mbufs while the pool gives them (a ring larger than the pool is filled as
+   far as it goes), one avail publish (a pool that gives none is counted in ``QS_NOMBUF`` and
+   tried again next burst).
 
 A used entry that breaks the rules fails the queue (the mbufs of the packet being built are
 freed); the packets completed before it are returned, and the control thread takes the link
@@ -31,15 +33,14 @@ from ..._jit import kernel
 from ...atomics import load_relaxed
 from ...buf.mbuf.free import pktmbuf_free
 from ...buf.mbuf.layout import NULL
-from ...buf.mbuf.raw import pktmbuf_alloc_bulk
 from ...rawmem import addr_view
 from ..common.gate import queue_enter, queue_fail, queue_leave
 from ..vhost.layout import A16_RING, DESC_F_WRITE, IDX_MASK
-from .layout import (Q_HDR, Q_MASK, Q_MRG, Q_N, Q_PACKED, Q_POOL, Q_PORT, Q_RX_BATCH,
+from .layout import (Q_HDR, Q_MASK, Q_MRG, Q_N, Q_PACKED, Q_PORT, Q_RX_BATCH,
                      QS_AVAIL_IDX, QS_UP, QS_BURSTS, QS_BYTES, QS_ERRORS, QS_FREE, QS_INFLIGHT,
-                     QS_NOMBUF, QS_PACKETS,
+                     QS_PACKETS,
                      QS_USED_SEEN, V_NUM_BUFFERS, V_USED_ID, V_USED_LEN)
-from .rx_packed import rx_packed, rx_refill_packed
+from .rx_packed import refill_alloc, rx_packed, rx_refill_packed
 from .vring import (avail_view, desc_pop, desc_push, desc_view, publish_avail, put_desc,
                     used_pending, used_view16, used_view32)
 
@@ -50,7 +51,8 @@ MIN_FRAME = 14
 
 @kernel
 def rx_refill(dom, q, lcore):
-    """Post a fresh mbuf on every free descriptor (all or none); returns how many."""
+    """Post a fresh mbuf on free descriptors, as many as the pool gives (in bulk allocations
+    of up to ``REFILL_CHUNK``); returns how many."""
     if q.cfg[Q_PACKED] != 0:
         return rx_refill_packed(dom, q, lcore)
     return rx_refill_split(dom, q, lcore)
@@ -58,18 +60,16 @@ def rx_refill(dom, q, lcore):
 
 @kernel
 def rx_refill_split(dom, q, lcore):
-    free = q.st[QS_FREE]
+    free = refill_alloc(dom, q, lcore, q.st[QS_FREE])
     if free == 0:
-        return 0
-    if pktmbuf_alloc_bulk(dom, q.cfg[Q_POOL], lcore, q.scr_mb, free) < 0:
-        q.st[QS_NOMBUF] += 1
         return 0
     mb = dom.mb
     d64 = desc_view(q)
     av = avail_view(q)
     mask = q.cfg[Q_MASK]
     hdr = q.cfg[Q_HDR]
-    aidx = q.st[QS_AVAIL_IDX]
+    old = q.st[QS_AVAIL_IDX]
+    aidx = old
     for x in range(free):
         h = q.scr_mb[x]
         m = mb[h]
@@ -82,7 +82,7 @@ def rx_refill_split(dom, q, lcore):
     aidx = (aidx + free) & IDX_MASK
     q.st[QS_AVAIL_IDX] = aidx
     q.st[QS_INFLIGHT] += free
-    publish_avail(q, av, aidx)
+    publish_avail(q, av, old, aidx)
     return free
 
 

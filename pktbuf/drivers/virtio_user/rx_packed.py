@@ -10,7 +10,8 @@ first buffer of a packet: at least the header).  With MRG_RXBUF the first buffer
 least 1, at most the buffers the back end holds; a packet whose descriptors are not all used
 yet waits for the next burst.  The packet's buffers become one mbuf chain, as on the split
 ring; frames shorter than 14 bytes are freed and counted in ``QS_ERRORS``.  Refill: once
-``Q_RX_BATCH`` descriptors are free, one bulk allocation, the first descriptor's flags last.
+``Q_RX_BATCH`` descriptors are free, bulk allocations while the pool gives mbufs
+(:func:`refill_alloc`), the first descriptor's flags last.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from ...buf.mbuf.raw import pktmbuf_alloc_bulk
 from ...rawmem import addr_view
 from ..common.gate import queue_fail
 from ..vhost.layout import DESC_F_WRITE
-from .layout import (Q_HDR, Q_MRG, Q_N, Q_POOL, Q_PORT, Q_RX_BATCH, QS_AVAIL_IDX, QS_AVAIL_WRAP,
+from .layout import (REFILL_CHUNK, Q_HDR, Q_MRG, Q_N, Q_POOL, Q_PORT, Q_RX_BATCH, QS_AVAIL_IDX,
+                     QS_AVAIL_WRAP,
                      QS_BURSTS, QS_BYTES, QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_NOMBUF,
                      QS_PACKETS, QS_UP, QS_USED_SEEN, QS_USED_WRAP, V_NUM_BUFFERS, V_USED_ID,
                      V_USED_IDX, V_USED_LEN, V_USED_WRAP)
@@ -38,13 +40,26 @@ MIN_FRAME = 14
 
 
 @kernel
-def rx_refill_packed(dom, q, lcore):
-    """Post a fresh mbuf on every free descriptor (all or none); returns how many."""
-    free = q.st[QS_FREE]
-    if free == 0:
-        return 0
-    if pktmbuf_alloc_bulk(dom, q.cfg[Q_POOL], lcore, q.scr_mb, free) < 0:
+def refill_alloc(dom, q, lcore, free):
+    """Up to ``free`` fresh mbufs into ``scr_mb``, in bulk allocations of up to
+    ``REFILL_CHUNK`` until one finds the pool short; returns how many (a dry pool is counted
+    in ``QS_NOMBUF``).  A large ring is filled as far as the pool allows, not all or none."""
+    got = 0
+    while got < free:
+        c = free - got if free - got <= REFILL_CHUNK else REFILL_CHUNK
+        if pktmbuf_alloc_bulk(dom, q.cfg[Q_POOL], lcore, q.scr_mb[got:], c) < 0:
+            break
+        got += c
+    if got == 0:
         q.st[QS_NOMBUF] += 1
+    return got
+
+
+@kernel
+def rx_refill_packed(dom, q, lcore):
+    """Post a fresh mbuf on free descriptors, as many as the pool gives; returns how many."""
+    free = refill_alloc(dom, q, lcore, q.st[QS_FREE])
+    if free == 0:
         return 0
     mb = dom.mb
     d64 = desc_view(q)
@@ -67,7 +82,7 @@ def rx_refill_packed(dom, q, lcore):
         q.slot_cap[bid] = cap
         slot, wrap = pk_advance(slot, wrap, 1, nr)
     q.st[QS_AVAIL_IDX], q.st[QS_AVAIL_WRAP] = slot, wrap
-    q.st[QS_FREE] = 0
+    q.st[QS_FREE] -= free
     q.st[QS_INFLIGHT] += free
     pk_publish(q, first_slot, first_fl)
     return free

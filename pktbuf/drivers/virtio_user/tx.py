@@ -30,14 +30,15 @@ from ...buf.mbuf.free import pktmbuf_free, pktmbuf_free_bulk
 from ...buf.mbuf.layout import F_NOT_DIRECT, NULL
 from ...rawmem import addr_view
 from ..common.gate import queue_enter, queue_fail, queue_leave
-from ..vhost.layout import A16_RING, DESC_F_NEXT, IDX_MASK
-from .layout import (Q_HDR, Q_HDRS, Q_IN_ORDER, Q_MASK, Q_N, Q_PACKED, QS_AVAIL_IDX, QS_BURSTS,
+from ..vhost.layout import A16_RING, DESC_F_INDIRECT, DESC_F_NEXT, IDX_MASK
+from .layout import (IND_MAX, Q_HDR, Q_HDRS, Q_IN_ORDER, Q_IND, Q_MASK, Q_N, Q_PACKED,
+                     QS_AVAIL_IDX, QS_BURSTS,
                      QS_BYTES,
                      QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_MISSED, QS_NEXT_DESC, QS_PACKETS,
                      QS_USED_SEEN,
                      V_USED_ID)
 from .tx_packed import tx_packed
-from .vring import (avail_view, desc_pop, desc_push, desc_view, in_table, publish_avail,
+from .vring import (avail_view, desc_pop, desc_push, desc_view, in_table, ind_fill, publish_avail,
                     put_desc, used_pending, used_view16, used_view32)
 
 __all__ = ["virtio_user_tx_burst", "tx_reclaim"]
@@ -106,6 +107,7 @@ def tx_split(dom, q, lcore, pkts, n):
     hdr = q.cfg[Q_HDR]
     hdrs = q.cfg[Q_HDRS]
     inorder = q.cfg[Q_IN_ORDER] != 0
+    indq = q.cfg[Q_IND] != 0
     aidx = q.st[QS_AVAIL_IDX]
     sent = 0
     posted = 0
@@ -117,8 +119,9 @@ def tx_split(dom, q, lcore, pkts, n):
         push = (nseg == 1 and (m.ol_flags & F_NOT_DIRECT) == 0 and m.refcnt == 1
                 and np.int64(m.data_off) >= hdr)
         need = nseg if push else nseg + 1
-        if need > q.st[QS_FREE]:
-            if need > q.cfg[Q_N]:          # can never fit: dropped
+        ind = indq and not push and need <= IND_MAX and need <= q.cfg[Q_N]
+        if (1 if ind else need) > q.st[QS_FREE]:
+            if need > q.cfg[Q_N] and not ind:   # can never fit: dropped
                 pktmbuf_free(dom, lcore, h)
                 q.st[QS_ERRORS] += 1
                 sent += 1
@@ -147,6 +150,12 @@ def tx_split(dom, q, lcore, pkts, n):
             for b in range(hdr):
                 z[b] = 0
             put_desc(d64, head, a, hdr + np.int64(m.data_len), 0, 0)
+        elif ind:
+            tbl = q.cfg[Q_IND] + 16 * IND_MAX * head
+            ind_fill(mb, h, addr_view(tbl, 2 * IND_MAX, np.uint64), hdrs + 16 * head, hdr,
+                     True)
+            put_desc(d64, head, tbl, 16 * need, DESC_F_INDIRECT, 0)
+            need = 1
         else:
             z = addr_view(hdrs + 16 * head, 16, np.uint8)
             for b in range(16):
@@ -177,10 +186,11 @@ def tx_split(dom, q, lcore, pkts, n):
         nbytes += np.int64(m.pkt_len)
     q.st[QS_BURSTS] += 1
     if posted > 0:
+        old = aidx
         aidx = (aidx + posted) & IDX_MASK
         q.st[QS_AVAIL_IDX] = aidx
         q.st[QS_INFLIGHT] += posted
-        publish_avail(q, av, aidx)
+        publish_avail(q, av, old, aidx)
         q.st[QS_PACKETS] += posted
         q.st[QS_BYTES] += nbytes
     q.st[QS_MISSED] += n - sent

@@ -26,13 +26,14 @@ from ...buf.mbuf.free import pktmbuf_free, pktmbuf_free_bulk
 from ...buf.mbuf.layout import F_NOT_DIRECT, NULL
 from ...rawmem import addr_view
 from ..common.gate import queue_fail
-from ..vhost.layout import DESC_F_NEXT
-from .layout import (Q_HDR, Q_HDRS, Q_IN_ORDER, Q_N, QS_AVAIL_IDX, QS_AVAIL_WRAP, QS_BURSTS,
+from ..vhost.layout import DESC_F_INDIRECT, DESC_F_NEXT
+from .layout import (IND_MAX, Q_HDR, Q_HDRS, Q_IN_ORDER, Q_IND, Q_N, QS_AVAIL_IDX, QS_AVAIL_WRAP,
+                     QS_BURSTS,
                      QS_BYTES, QS_ERRORS, QS_FREE, QS_INFLIGHT, QS_MISSED, QS_PACKETS,
                      QS_USED_SEEN, QS_USED_WRAP, V_USED_ID, V_USED_IDX, V_USED_WRAP)
 from .packed import (PK_BAD, PK_PENDING, pk_advance, pk_avail_flags, pk_id_pop, pk_id_push,
                      pk_publish, pk_put, pk_state, pk_word)
-from .vring import desc_view, in_table
+from .vring import desc_view, in_table, ind_fill
 
 __all__ = ["tx_packed", "tx_reclaim_packed"]
 
@@ -104,6 +105,7 @@ def tx_packed(dom, q, lcore, pkts, n):
     hdr = q.cfg[Q_HDR]
     hdrs = q.cfg[Q_HDRS]
     inorder = q.cfg[Q_IN_ORDER] != 0
+    indq = q.cfg[Q_IND] != 0
     slot, wrap = q.st[QS_AVAIL_IDX], q.st[QS_AVAIL_WRAP]
     first_slot = np.int64(-1)
     first_fl = np.int64(0)
@@ -117,8 +119,9 @@ def tx_packed(dom, q, lcore, pkts, n):
         push = (nseg == 1 and (m.ol_flags & F_NOT_DIRECT) == 0 and m.refcnt == 1
                 and np.int64(m.data_off) >= hdr)
         need = nseg if push else nseg + 1
-        if need > q.st[QS_FREE]:
-            if need > nr:                  # can never fit: dropped
+        ind = indq and not push and need <= IND_MAX and need <= nr
+        if (1 if ind else need) > q.st[QS_FREE]:
+            if need > nr and not ind:      # can never fit: dropped
                 pktmbuf_free(dom, lcore, h)
                 q.st[QS_ERRORS] += 1
                 sent += 1
@@ -140,8 +143,20 @@ def tx_packed(dom, q, lcore, pkts, n):
             sent += 1
             continue
         bid = slot if inorder else pk_id_pop(q)
+        extra = 0
+        if ind:                            # one descriptor: the table of the whole chain
+            tbl = q.cfg[Q_IND] + 16 * IND_MAX * bid
+            ind_fill(mb, h, addr_view(tbl, 2 * IND_MAX, np.uint64), hdrs + 16 * bid, hdr,
+                     False)
+            ind_len = 16 * need
+            need = 1
+            extra = DESC_F_INDIRECT
         for d in range(need):
-            if push:
+            if ind:
+                a = tbl
+                ln = ind_len
+                seg = NULL
+            elif push:
                 a = np.int64(m.buf_addr) + np.int64(m.data_off) - hdr
                 z = addr_view(a, hdr, np.uint8)
                 for b in range(hdr):
@@ -160,7 +175,7 @@ def tx_packed(dom, q, lcore, pkts, n):
                 a = np.int64(s.buf_addr) + np.int64(s.data_off)
                 ln = np.int64(s.data_len)
                 seg = np.int64(s.next)
-            fl = pk_avail_flags(wrap) | (DESC_F_NEXT if d < need - 1 else 0)
+            fl = pk_avail_flags(wrap) | (DESC_F_NEXT if d < need - 1 else 0) | extra
             if first_slot < 0:             # published last, by pk_publish
                 first_slot, first_fl = slot, fl
                 pk_put(d64, slot, a, ln, bid, pk_avail_flags(wrap ^ 1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from ....errors import InvalidArgument
-from ...common.api.port import Port
+from ...common.api.port import Port, int_arg
 from ..layout import QS_BYTES, QS_ERRORS, QS_MISSED, QS_NOMBUF, QS_PACKETS
 
 __all__ = ["VringPairPort", "check_socket_path"]
@@ -34,6 +34,7 @@ class VringPairPort(Port):
 
     mtu = 1500
     _tx_errors_counted = False     # Tx queues also count dropped packets in QS_ERRORS
+    _wait_kernel = None            # (q, timeout_ms) -> 1 / 0 / -ENETDOWN
 
     @property
     def nb_rx_queues(self) -> int:
@@ -50,6 +51,15 @@ class VringPairPort(Port):
     def tx_queue(self, i: int = 0):
         self._check_open()
         return self.device.tx_queue(self._qid(i))
+
+    def rx_wait(self, queue: int = 0, timeout_ms: int = -1) -> int:
+        """Sleep until Rx queue ``queue`` has something (1) or ``timeout_ms`` passes (0; -1
+        waits forever); ``-ENETDOWN`` when the link is down or goes down meanwhile.
+        Interrupt mode: the peer is asked to notify this queue only while it sleeps
+        (docs/vhost.md, "Interrupt mode").  The kernel is ``_wait_kernel``, for @njit loops."""
+        q = self.rx_queue(queue)
+        t = int_arg(self.driver, "timeout_ms", timeout_ms, -1, 1 << 30)
+        return int(type(self)._wait_kernel(q, t))
 
     def _qid(self, i) -> int:
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.device.queues:

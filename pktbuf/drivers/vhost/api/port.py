@@ -19,6 +19,7 @@ from ..control import ControlLoop
 from ..device import VhostDevice
 from ..rx import vhost_rx_burst
 from ..tx import vhost_tx_burst
+from ..wait import vhost_rx_wait
 from .pairs import VringPairPort, check_socket_path
 
 __all__ = ["VhostPort"]
@@ -34,6 +35,7 @@ class VhostPort(VringPairPort):
     kind = K_VHOST
     _rx_kernel = vhost_rx_burst
     _tx_kernel = vhost_tx_burst
+    _wait_kernel = vhost_rx_wait
 
     def __init__(self, path: str, pool, *, client: bool = False, queues: int = 1,
                  name: str = "net_vhost0", port_id: int = 0, mac: bytes | None = None):

@@ -1,7 +1,8 @@
 """``net_virtio_user``: pktbuf as the virtio front end of a vhost-user back end.
 
 Device string as DPDK's ``net_virtio_user`` takes it: ``net_virtio_user0,path=/tmp/vhost.sock
-[,server=1][,queues=N][,queue_size=N][,mrg_rxbuf=0|1][,in_order=0|1][,packed_vq=0|1]``.
+[,server=1][,queues=N][,queue_size=N][,mrg_rxbuf=0|1][,in_order=0|1][,packed_vq=0|1]
+[,event_idx=0|1][,indirect=0|1]``.
 Client mode by default: the back end's socket must exist when the port opens.  ``server=1``
 creates the socket (it must not exist) and waits for a back end.  Port Rx queue k is vring 2k,
 Tx queue k vring 2k+1.  Packets move once the back end has acked DRIVER_OK and the link is UP
@@ -25,10 +26,12 @@ from ...vhost.api.pairs import VringPairPort, check_socket_path
 from ..layout import MAX_QUEUE_SIZE
 from ..rx import virtio_user_rx_burst
 from ..tx import virtio_user_tx_burst
+from ..wait import virtio_user_rx_wait
 
 __all__ = ["VirtioUserPort"]
 
-ACCEPTED = ("path", "server", "queues", "queue_size", "mrg_rxbuf", "in_order", "packed_vq")
+ACCEPTED = ("path", "server", "queues", "queue_size", "mrg_rxbuf", "in_order", "packed_vq",
+            "event_idx", "indirect")
 MAX_QUEUE_PAIRS = 8
 
 
@@ -36,17 +39,23 @@ class VirtioUserPort(VringPairPort):
     """A virtio-user front end as a port: ``VirtioUserPort(path, pool, server=False,
     queues=1, queue_size=256, mrg_rxbuf=True, in_order=True, packed_vq=False)``;
     ``packed_vq=True`` asks for packed rings (used when the back end offers them, else split,
-    as DPDK's front end does)."""
+    as DPDK's front end does); ``event_idx=True`` offers VIRTIO_RING_F_EVENT_IDX (kicks then
+    follow the back end's ``avail_event``, calls this side's ``used_event``; off by default,
+    as DPDK's front end never offers it); ``indirect=True`` offers
+    VIRTIO_RING_F_INDIRECT_DESC (a Tx packet of 2..16 descriptors then takes one ring slot
+    pointing at a table)."""
 
     driver = "net_virtio_user"
     kind = K_VIRTIO_USER
     _tx_errors_counted = True     # packets from memory outside the table (QS_ERRORS)
     _rx_kernel = virtio_user_rx_burst
     _tx_kernel = virtio_user_tx_burst
+    _wait_kernel = virtio_user_rx_wait
 
     def __init__(self, path: str, pool, *, server: bool = False, queues: int = 1,
                  queue_size: int = 256, mrg_rxbuf: bool = True, in_order: bool = True,
-                 packed_vq: bool = False, name: str = "net_virtio_user0", port_id: int = 0,
+                 packed_vq: bool = False, event_idx: bool = False, indirect: bool = False,
+                 name: str = "net_virtio_user0", port_id: int = 0,
                  mac: bytes | None = None):
         check_socket_path("net_virtio_user", "path", path, server, "remove the stale file")
         for k, v in (("queues", queues), ("queue_size", queue_size)):
@@ -70,7 +79,8 @@ class VirtioUserPort(VringPairPort):
             self.device = VirtioUserDevice(path, pool, server=self.server, queues=queues,
                                            queue_size=queue_size, mrg_rxbuf=bool(mrg_rxbuf),
                                            in_order=bool(in_order), port_id=port_id,
-                                           packed=bool(packed_vq))
+                                           packed=bool(packed_vq), event_idx=bool(event_idx),
+                                           indirect=bool(indirect))
         except OSError as e:
             how = "listen on" if server else "connect to"
             raise VhostError(f"net_virtio_user: cannot {how} {path!r}: {e.strerror}") from None
@@ -89,7 +99,9 @@ class VirtioUserPort(VringPairPort):
                                                      MAX_QUEUE_SIZE),
                    mrg_rxbuf=arg_bool(d, args, "mrg_rxbuf", True),
                    in_order=arg_bool(d, args, "in_order", True),
-                   packed_vq=arg_bool(d, args, "packed_vq", False), name=name, port_id=port_id)
+                   packed_vq=arg_bool(d, args, "packed_vq", False),
+                   event_idx=arg_bool(d, args, "event_idx", False),
+                   indirect=arg_bool(d, args, "indirect", False), name=name, port_id=port_id)
 
     # -- the port model (queue pairs, counters, link: vhost.api.pairs) --------------------
     @property
