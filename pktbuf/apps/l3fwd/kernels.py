@@ -5,18 +5,21 @@ facts with their source lines).
 :func:`l3fwd_stage` follows the stage convention (:mod:`pktbuf.apps.stage.abi`) and its
 ``state`` is the tuple :func:`pktbuf.apps.l3fwd.app.make_state` builds, one per lcore::
 
-    (cfg, lpm4, lpm6, em4, em6, eth, key, ips, hop)
+    (cfg, lpm4, lpm6, em4, em6, eth, key, ips, hop, dat)
 
 ``cfg`` int64[CFG_WORDS]; ``lpm4``/``lpm6``: the LPM tables' blocks (also FIB's: ``rte_fib``
 gives the longest-prefix answer of the same routes); ``em4``/``em6``: the EM hash tables'
 blocks (keys of 16 / 48 bytes, data = out port); ``eth`` uint8[ports, 12]: per port the
-destination MAC then the port's own MAC (l3fwd's ``val_eth``); ``key`` uint8[64], ``ips`` /
-``hop`` int64[4]: this lcore's scratch.
+destination MAC then the port's own MAC (l3fwd's ``val_eth``); ``key`` uint8[EM_GROUP, 64]
+(EM keys: row 0 for a single lookup, all rows for a group's), ``ips`` / ``hop`` int64[4] (LPM's
+groups of four), ``dat`` uint64[EM_GROUP + 1] (a group's data and hit mask): this lcore's
+scratch.
 
 The burst is worked through in DPDK's phases: the software packet type of every packet
 (``lpm_parse_ptype`` / ``em_parse_ptype``, written to ``mbuf.packet_type`` as l3fwd's Rx
 callback does), then every destination (LPM: groups of four through ``lpm_lookupx4`` when all
-four are IPv4, as ``l3fwd_lpm_sse.h``), then per packet the RFC 1812 step and the rewrite.
+four are IPv4, as ``l3fwd_lpm_sse.h``; EM: groups of eight of one type through one bulk lookup,
+as ``l3fwd_em_hlm.h``), then per packet the RFC 1812 step and the rewrite.
 A packet's fate depends on that packet only, so the phases change no result; they are there
 to keep the lookups of a group independent.
 
@@ -28,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
-from ...net.hash.lookup import hash_lookup_data
+from ...net.hash.lookup import hash_lookup_bulk_data, hash_lookup_data
 from ...net.lpm.lpm4 import lpm_lookup, lpm_lookupx4
 from ...net.lpm.lpm6 import lpm6_lookup
 from ...rawmem import addr_u8
@@ -54,6 +57,7 @@ PT_L4_TCP = 0x100
 PT_L4_UDP = 0x200
 
 MAX_ETHPORTS = 32   # RTE_MAX_ETHPORTS
+EM_GROUP = 8        # EM_HASH_LOOKUP_COUNT (l3fwd_em_hlm.h)
 
 COUNTERS = ("ipv4", "ipv6", "other")
 K_IPV4, K_IPV6, K_OTHER = range(3)
@@ -122,6 +126,30 @@ def _enabled(mask, port):
     return port < MAX_ETHPORTS and (mask >> port) & 1 == 1
 
 
+@kernel(inline="always")
+def _key4(key, p):
+    """l3fwd's ``ipv4_5tuple_host`` key: bytes 22..37 from the TTL on, masked to the protocol,
+    addresses and ports."""
+    for i in range(16):
+        key[i] = p[22 + i]
+    key[0] = 0
+    key[2] = 0
+    key[3] = 0
+
+
+@kernel(inline="always")
+def _key6(key, p):
+    """``ipv6_5tuple_host``: bytes 18..65 from the payload length on, masked to the next
+    header, addresses and ports."""
+    for i in range(48):
+        key[i] = p[18 + i]
+    key[0] = 0
+    key[1] = 0
+    key[3] = 0
+    for i in range(40, 48):
+        key[i] = 0
+
+
 @kernel
 def em_dst(em4, em6, key, p, pt, rxp, mask):
     """``em_get_dst_port``: exact match of the masked 5-tuple for IPv4 (IHL 5) / IPv6 with TCP
@@ -131,27 +159,51 @@ def em_dst(em4, em6, key, p, pt, rxp, mask):
     if l4 == 0 or (l3 != PT_L3_IPV4 and l3 != PT_L3_IPV6):
         return rxp
     if l3 == PT_L3_IPV4:
-        # bytes 22..37 from the TTL on, masked to the protocol, addresses and ports
-        for i in range(16):
-            key[i] = p[22 + i]
-        key[0] = 0
-        key[2] = 0
-        key[3] = 0
+        _key4(key, p)
         pos, data = hash_lookup_data(em4, key)
     else:
-        # bytes 18..65 from the payload length on: next header, addresses, ports
-        for i in range(48):
-            key[i] = p[18 + i]
-        key[0] = 0
-        key[1] = 0
-        key[3] = 0
-        for i in range(40, 48):
-            key[i] = 0
+        _key6(key, p)
         pos, data = hash_lookup_data(em6, key)
     if pos < 0:
         return rxp
     nh = np.int64(data) & 0xFFFF
     return nh if _enabled(mask, nh) else rxp
+
+
+@kernel
+def em_dst_group(em4, em6, keys, dat, mb, pkts, j, dest, rxp, mask):
+    """``l3fwd_em_hlm.h``'s group of ``EM_GROUP`` packets from ``pkts[j]``: when the AND of
+    their types is IPv4 (or IPv6) with TCP (or UDP), one ``hash_lookup_bulk_data`` for all of
+    them (``em_get_dst_port_ipv4xN`` / ``ipv6xN``); False (nothing written) otherwise, and the
+    caller looks each up on its own.  ``keys``: uint8[EM_GROUP, >= 48]; ``dat``: uint64[>=
+    EM_GROUP + 1] (the data, then the hit mask).  The answers are single lookups' answers."""
+    t = np.int64(PT_L3_MASK | PT_L4_TCP | PT_L4_UDP)
+    for k in range(EM_GROUP):
+        t &= np.int64(mb[pkts[j + k]].packet_type)
+    if t & (PT_L4_TCP | PT_L4_UDP) == 0:
+        return False
+    l3 = t & PT_L3_MASK
+    if l3 != PT_L3_IPV4 and l3 != PT_L3_IPV6:
+        return False
+    for k in range(EM_GROUP):
+        m = mb[pkts[j + k]]
+        p = addr_u8(np.int64(m.buf_addr) + np.int64(m.data_off), SPAN)
+        if l3 == PT_L3_IPV4:
+            _key4(keys[k], p)
+        else:
+            _key6(keys[k], p)
+    tbl = em4 if l3 == PT_L3_IPV4 else em6
+    if hash_lookup_bulk_data(tbl, keys, EM_GROUP, dat[EM_GROUP:EM_GROUP + 1], dat) < 0:
+        return False
+    hm = dat[EM_GROUP]
+    for k in range(EM_GROUP):
+        d = rxp
+        if (hm >> np.uint64(k)) & np.uint64(1):
+            nh = np.int64(dat[k]) & 0xFFFF
+            if _enabled(mask, nh):
+                d = nh
+        dest[j + k] = d
+    return True
 
 
 @kernel(inline="always")
@@ -194,7 +246,7 @@ def rfc1812(p, pt, d, strict):
 @kernel
 def l3fwd_stage(state, dom, rx_port, pkts, n, dest, cnt):
     """l3fwd on one burst from ``rx_port``: ``dest[i]`` = the Tx port, or a drop."""
-    cfg, lpm4, lpm6, em4, em6, eth, key, ips, hop = state
+    cfg, lpm4, lpm6, em4, em6, eth, key, ips, hop, dat = state
     mode = cfg[C_LOOKUP]
     strict = cfg[C_STRICT] != 0
     mask = cfg[C_PORTMASK]
@@ -217,10 +269,17 @@ def l3fwd_stage(state, dom, rx_port, pkts, n, dest, cnt):
             cnt[K_OTHER] += 1
     # 2. destinations
     if mode == LOOKUP_EM:
-        for i in range(n):
-            m = mb[pkts[i]]
-            p = addr_u8(np.int64(m.buf_addr) + np.int64(m.data_off), SPAN)
-            dest[i] = em_dst(em4, em6, key, p, np.int64(m.packet_type), rxp, mask)
+        # groups of EM_GROUP of one type through one bulk lookup, as l3fwd_em_hlm.h; any other
+        # group and the last n % EM_GROUP packets one at a time
+        n8 = n - n % EM_GROUP
+        k1 = key[0]
+        for j in range(0, n, EM_GROUP):
+            if j < n8 and em_dst_group(em4, em6, key, dat, mb, pkts, j, dest, rxp, mask):
+                continue
+            for i in range(j, min(j + EM_GROUP, n)):
+                m = mb[pkts[i]]
+                p = addr_u8(np.int64(m.buf_addr) + np.int64(m.data_off), SPAN)
+                dest[i] = em_dst(em4, em6, k1, p, np.int64(m.packet_type), rxp, mask)
     else:
         fib = mode == LOOKUP_FIB
         n4 = n - (n & 3)

@@ -97,7 +97,8 @@ def read_routes(o: O.Options):
 def make_state(tables: Tables, cfg: np.ndarray, eth: np.ndarray):
     """One lcore's stage state (see :mod:`pktbuf.apps.l3fwd.kernels`)."""
     return (cfg, tables.lpm4.block, tables.lpm6.block, tables.em4.block, tables.em6.block, eth,
-            np.zeros(64, np.uint8), np.zeros(4, np.int64), np.zeros(4, np.int64))
+            np.zeros((K.EM_GROUP, 64), np.uint8), np.zeros(4, np.int64), np.zeros(4, np.int64),
+            np.zeros(K.EM_GROUP + 1, np.uint64))
 
 
 def make_cfg(o: O.Options) -> np.ndarray:
