@@ -22,7 +22,7 @@ import pktbuf
 from pktbuf.atomics import cpu_pause, fence, load_acquire, load_relaxed, store_release
 from pktbuf.buf.mbuf.free import pktmbuf_free
 from pktbuf.drivers.vhost import layout as L
-from pktbuf.drivers.vhost._sys import eventfd_signal
+from pktbuf.drivers.common.eventfd import eventfd_signal
 from pktbuf.drivers.vhost.queue import queue_alloc, queue_down
 from pktbuf.drivers.vhost.rx import vhost_rx_burst
 from pktbuf.drivers.vhost.vring import need_event

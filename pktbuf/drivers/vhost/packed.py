@@ -23,7 +23,7 @@ import numpy as np
 from ..._jit import kernel
 from ...atomics import fence, load_acquire, load_relaxed, store_release
 from ...rawmem import addr_view
-from ._sys import eventfd_signal
+from ..common.eventfd import eventfd_signal
 from .layout import (DESC_F_INDIRECT, DESC_F_NEXT, DESC_F_WRITE, EVENT_F_DISABLE, MAX_PIECES,
                      PACKED_F_AVAIL, PACKED_F_USED, Q_AVAIL, Q_CALLFD, Q_INDIRECT, Q_N,
                      QS_CALLS, V_ADDR, V_INDIRECT, V_INDIRECT_LEN, V_LOOP, V_NESTED, V_PIECES,

@@ -22,7 +22,7 @@ import numpy as np
 from ..._jit import kernel
 from ...atomics import fence, load_acquire, load_relaxed, store_release
 from ...rawmem import addr_view
-from ._sys import eventfd_signal
+from ..common.eventfd import eventfd_signal
 from .layout import (A16_FLAGS, A16_IDX, A16_RING, AVAIL_F_NO_INTERRUPT, DESC_F_INDIRECT,
                      DESC_F_NEXT, DESC_F_WRITE, IDX_MASK, MAX_PIECES, Q_AVAIL, Q_CALLFD, Q_DESC,
                      Q_EVENT_IDX, Q_INDIRECT, Q_N, Q_NREG, Q_USED, QS_CALLS, U16_IDX, V_ADDR,

@@ -34,7 +34,7 @@ from ...atomics import fence, load_acquire, store_relaxed
 from ...idle import usleep
 from ...rawmem import addr_view
 from ...syscalls import POLLIN, fd_poll
-from ._sys import eventfd_drain
+from ..common.eventfd import eventfd_drain
 from .layout import (A16_IDX, EVENT_F_DISABLE, EVENT_F_ENABLE, IDX_MASK, Q_EVENT_IDX, Q_KICKFD,
                      Q_N, Q_PACKED, Q_USED, QS_AVAIL_WRAP, QS_LAST_AVAIL, QS_UP, QS_WAITS,
                      U16_FLAGS, USED_F_NO_NOTIFY)

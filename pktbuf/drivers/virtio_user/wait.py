@@ -32,7 +32,7 @@ from ...idle import usleep
 from ...rawmem import addr_view
 from ...syscalls import POLLIN, fd_poll
 from ..common.gate import queue_enter, queue_leave
-from ..vhost._sys import eventfd_drain
+from ..common.eventfd import eventfd_drain
 from ..vhost.layout import (A16_FLAGS, A16_RING, AVAIL_F_NO_INTERRUPT, EVENT_F_DISABLE,
                             EVENT_F_ENABLE,
                             IDX_MASK, U16_IDX)
