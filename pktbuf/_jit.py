@@ -371,3 +371,18 @@ def never_inline(disp):
     disp.targetoptions["forceinline"] = False
     return disp
 
+
+def cfunc_address(disp, sig) -> int:
+    """Compile (or load) kernel ``disp`` for argument types ``sig`` and return the address of
+    that version's C-callable wrapper: what compiled code calls when it calls ``disp`` through
+    a pointer (a kernel declared ``@kernel(cfunc=True)``).  The address is valid in this
+    process only, for as long as the kernel is loaded (Numba keeps it: for the process)."""
+    disp.compile(tuple(sig))
+    cres = disp.overloads[tuple(_widen(t) for t in sig)]
+    if disp.targetoptions.get("no_cfunc_wrapper"):
+        raise TypeError(f"{disp.py_func.__qualname__} has no C wrapper: declare it "
+                        "@kernel(cfunc=True)")
+    addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
+    if not addr:
+        raise RuntimeError(f"{disp.py_func.__qualname__}: no C wrapper in its compiled code")
+    return int(addr)

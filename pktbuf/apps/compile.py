@@ -80,6 +80,12 @@ _DRIVER_OF = {"net_ring": "ring", "net_memif": "memif", "net_pcap": "pcap",
               "net_virtio_user": "virtio_user"}
 
 
+def _pcapng():
+    from ..buf.mbuf import layout  # noqa: F401  (the domain block's layout)
+    from ..drivers.pcap.ngcall import pcapng_parser
+    pcapng_parser()
+
+
 def _fwd(drivers):
     """The forwarding loop for ports of ``drivers`` (it is compiled once per set of port
     kinds, with those kinds' bursts only: :func:`pktbuf.ethdev.burst.rx_burst_of`)."""
@@ -113,6 +119,9 @@ UNITS = {
     "pcap": ((), lambda: (_bursts(("pktbuf.drivers.pcap.rx.pcap_rx_burst", "pcap_rxq"),
                                          ("pktbuf.drivers.pcap.tx.pcap_tx_burst", "pcap_txq"))(),
                                  _eof())),
+    # the pcapng parser: compiled when a port opens a pcapng file, not with the bursts
+    # (pktbuf.drivers.pcap.ngcall), so neither `demo` nor `fwd` compiles it
+    "pcapng": ((), _pcapng),
     "af_packet": ((), _bursts(
         ("pktbuf.drivers.af_packet.rx.af_packet_rx_burst", "af_packet_rxq"),
         ("pktbuf.drivers.af_packet.tx.af_packet_tx_burst", "af_packet_txq"))),
@@ -160,7 +169,7 @@ TARGETS = {
     "demo": ("core", "fwd:memif", "traffic"),
     # the facade's entries and every port type's bursts, without the loops that call them
     # (CI's checked pass: its tests drive the kernels, not the fwd or traffic loops)
-    "ports": ("core",) + DRIVERS,
+    "ports": ("core",) + DRIVERS + ("pcapng",),
     "all": tuple(u for u in UNITS if u != "fwd:all"),
 }
 DEFAULT_TARGETS = ("demo",)
