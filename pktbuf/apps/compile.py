@@ -163,6 +163,28 @@ def fwd_unit_for(vdevs) -> str:
     return fwd_unit(ds or DRIVERS)
 
 
+def pcapng_inputs(vdevs) -> bool:
+    """Whether a ``pktbuf fwd`` command line replays a pcapng file (an ``rx_pcap=`` file that
+    starts with a Section Header Block): its port then needs the pcapng parser, which is not
+    compiled with the bursts (:mod:`pktbuf.drivers.pcap.ngcall`), so the command compiles it
+    beside the other units.  A look at four bytes; a file that cannot be read says no (its
+    error comes when the port opens)."""
+    from ..drivers.pcap.format import BT_SHB
+    for v in vdevs or ():
+        for arg in str(v).split(",")[1:]:
+            key, _, path = arg.partition("=")
+            if key.strip() != "rx_pcap":
+                continue
+            try:
+                with open(path, "rb") as f:
+                    head = f.read(4)
+            except OSError:
+                continue
+            if len(head) == 4 and int.from_bytes(head, "little") == BT_SHB:
+                return True
+    return False
+
+
 TARGETS = {
     "core": ("core",),
     "fwd": tuple(f"fwd:{d}" for d in DRIVERS),

@@ -114,3 +114,17 @@ def test_cached_args_reads_the_index():
     from pktbuf.drivers.pcap.rx import pcap_rx_error
     pcap_rx_error.compile((BlockType("pcap_rxq"),))     # compiled or loaded: in the index now
     assert (BlockType("pcap_rxq"),) in c._cached_args(pcap_rx_error)
+
+
+def test_a_pcapng_input_adds_its_parser_to_the_fwd_units(tmp_path):
+    from pktbuf.apps.compile import pcapng_inputs
+    ng = tmp_path / "a.pcapng"
+    ng.write_bytes(bytes.fromhex("0a0d0d0a") + bytes(24))
+    classic = tmp_path / "b.pcap"
+    classic.write_bytes(bytes.fromhex("d4c3b2a1") + bytes(20))
+    assert pcapng_inputs([f"net_pcap0,rx_pcap={ng},tx_pcap=o.pcap"])
+    assert pcapng_inputs(["net_ring0", f"net_pcap1,rx_pcap={classic},rx_pcap={ng}"])
+    assert not pcapng_inputs([f"net_pcap0,rx_pcap={classic}", f"net_pcap1,tx_pcap={ng}"])
+    assert not pcapng_inputs([f"net_pcap0,rx_pcap={tmp_path / 'missing'}", "net_memif0"])
+    assert not pcapng_inputs(None)
+    assert units_for(["fwd:pcap", "pcapng"]) == ["pcap", "fwd:pcap", "pcapng"]
