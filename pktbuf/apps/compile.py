@@ -188,7 +188,7 @@ def pcapng_inputs(vdevs) -> bool:
 TARGETS = {
     "core": ("core",),
     "fwd": tuple(f"fwd:{d}" for d in DRIVERS),
-    "demo": ("fwd:memif", "traffic"),
+    "demo": ("core", "fwd:memif", "traffic"),
     # the facade's entries and every port type's bursts, without the loops that call them
     # (CI's checked pass: its tests drive the kernels, not the fwd or traffic loops)
     "ports": ("core",) + DRIVERS + ("pcapng",),

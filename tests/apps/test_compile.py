@@ -28,9 +28,7 @@ def test_units_come_after_what_they_build_on():
         for d in UNITS[u][0]:
             assert order.index(d) < order.index(u)
     demo = units_for(["demo"])
-    # no other port type's kernels, and not the facade's entries the demo never runs (the
-    # forwarder and traffic processes use pools through their loops and ports only)
-    assert demo == ["memif", "fwd:memif", "traffic"]
+    assert demo == ["core", "memif", "fwd:memif", "traffic"]   # no other port type's kernels
     assert set(TARGETS) >= {"core", "fwd", "demo", "all"}
     assert units_for(["fwd:pcap+ring"]) == ["ring", "pcap", "fwd:ring+pcap"]
     assert fwd_unit_for(["net_pcap0,rx_pcap=x", "net_ring1"]) == "fwd:ring+pcap"
