@@ -316,9 +316,10 @@ def _one_specialisation_per_shape(disp, keep=()):
     return disp
 
 
-def kernel(fn=None, *, inline: str = "never", nrt: bool = False, literal: tuple = ()):
-    """Decorate a kernel: ``@kernel``, ``@kernel(nrt=True)``, ``@kernel(inline="always")`` or
-    ``@kernel(literal=("mode",))``.
+def kernel(fn=None, *, inline: str = "never", nrt: bool = False, literal: tuple = (),
+           cfunc: bool | None = None):
+    """Decorate a kernel: ``@kernel``, ``@kernel(nrt=True)``, ``@kernel(inline="always")``,
+    ``@kernel(literal=("mode",))`` or ``@kernel(cfunc=True)``.
 
     ``nrt=True`` (for leaf functions that must allocate) turns Numba's runtime back on; see the
     module docstring for why kernels run without it.
@@ -328,11 +329,20 @@ def kernel(fn=None, *, inline: str = "never", nrt: bool = False, literal: tuple 
     :func:`_one_specialisation_per_shape`), except those named in ``literal``: a call with a
     constant there compiles a version for that constant (a loop shape, say), in which the
     branches on it are pruned.
+    ``cfunc``: whether Numba also builds the C-callable wrapper of every compiled version (what
+    a function's address is taken from when it is passed as a first-class function value, or
+    called through a pointer: ``cfunc=True``).  pktbuf's own kernels are only ever called
+    directly, from Python or from other kernels, so by default they go without it: each would
+    cost its wrapper's lowering, optimisation and machine code at every cold compile, and it is
+    never on a kernel-to-kernel call path.  Functions of other modules (yours) keep it.
     """
     def wrap(f):
         opts = dict(_OPTIONS)
         if not nrt:
             opts["_nrt"] = False
+        own = f.__module__ == "pktbuf" or f.__module__.startswith("pktbuf.")
+        if not (cfunc if cfunc is not None else not own):
+            opts["no_cfunc_wrapper"] = True
         return _one_specialisation_per_shape(njit(inline=inline, **opts)(f), literal)
 
     return wrap(fn) if fn is not None else wrap
@@ -360,3 +370,19 @@ def never_inline(disp):
     """The slow path of an :func:`always_inline` kernel: keep it out of line (see there)."""
     disp.targetoptions["forceinline"] = False
     return disp
+
+
+def cfunc_address(disp, sig) -> int:
+    """Compile (or load) kernel ``disp`` for argument types ``sig`` and return the address of
+    that version's C-callable wrapper: what compiled code calls when it calls ``disp`` through
+    a pointer (a kernel declared ``@kernel(cfunc=True)``).  The address is valid in this
+    process only, for as long as the kernel is loaded (Numba keeps it: for the process)."""
+    disp.compile(tuple(sig))
+    cres = disp.overloads[tuple(_widen(t) for t in sig)]
+    if disp.targetoptions.get("no_cfunc_wrapper"):
+        raise TypeError(f"{disp.py_func.__qualname__} has no C wrapper: declare it "
+                        "@kernel(cfunc=True)")
+    addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
+    if not addr:
+        raise RuntimeError(f"{disp.py_func.__qualname__}: no C wrapper in its compiled code")
+    return int(addr)

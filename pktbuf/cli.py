@@ -77,10 +77,10 @@ def _demo(argv) -> int:
 
 
 def _fwd(argv) -> int:
-    from pktbuf.apps.compile import ensure_compiled, fwd_unit_for
+    from pktbuf.apps.compile import ensure_compiled, fwd_unit_for, pcapng_inputs
     from pktbuf.apps.fwd import main as fwd
-    return fwd.main(argv, before_start=lambda a: ensure_compiled([fwd_unit_for(a.vdev)],
-                                                                 "pktbuf fwd"))
+    return fwd.main(argv, before_start=lambda a: ensure_compiled(
+        [fwd_unit_for(a.vdev)] + (["pcapng"] if pcapng_inputs(a.vdev) else []), "pktbuf fwd"))
 
 
 L3FWD_USAGE = """usage: pktbuf l3fwd --vdev DEVICE [--vdev DEVICE ...] -- -p PORTMASK

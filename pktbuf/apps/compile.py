@@ -9,10 +9,11 @@ goes.
     pktbuf compile --report --json r.json all
 
 The work is split into **units** (:data:`UNITS`): the facade's entry points, each port type's
-burst kernels, the forwarding loop, the demo's traffic loop, ...  A unit runs in a process of
-its own once the units it builds on are done, so a driver's kernels compile beside another
-driver's, and the forwarding loop then loads all of them from the cache instead of compiling
-them one after the other.  Two processes never compile one function: every pktbuf kernel
+Rx and Tx burst kernels (``memif:rx``, ``memif:tx``; ``memif`` is both), the forwarding loop,
+the demo's traffic loop, ...  A unit runs in a process of its own once the units it builds on
+are done, so a driver's Rx kernels compile beside its Tx kernels and beside another driver's,
+and the forwarding loop then loads all of them from the cache instead of compiling them one
+after the other.  Two processes never compile one function: every pktbuf kernel
 compiles under a per-function file lock (:func:`pktbuf._jit._compile_lock`); a process that
 needs a function another is compiling waits and then loads it.
 
@@ -80,6 +81,12 @@ _DRIVER_OF = {"net_ring": "ring", "net_memif": "memif", "net_pcap": "pcap",
               "net_virtio_user": "virtio_user"}
 
 
+def _pcapng():
+    from ..buf.mbuf import layout  # noqa: F401  (the domain block's layout)
+    from ..drivers.pcap.ngcall import pcapng_parser
+    pcapng_parser()
+
+
 def _fwd(drivers):
     """The forwarding loop for ports of ``drivers`` (it is compiled once per set of port
     kinds, with those kinds' bursts only: :func:`pktbuf.ethdev.burst.rx_burst_of`)."""
@@ -101,30 +108,44 @@ def _traffic():
     warm()
 
 
-UNITS = {
-    # name: (units it builds on, what it runs).  The port types' bursts build on nothing: they
-    # start beside the facade's entries, and the mbuf kernels both call are compiled by
-    # whichever gets there first (the other waits on the function's lock, then loads it)
-    "core": ((), _core),
-    "ring": ((), _bursts(("pktbuf.drivers.ring.burst.eth_ring_rx_burst", "eth_ring_queue"),
-                                ("pktbuf.drivers.ring.burst.eth_ring_tx_burst", "eth_ring_queue"))),
-    "memif": ((), _bursts(("pktbuf.drivers.memif.datapath.memif_rx_burst", "memif_queue"),
-                                 ("pktbuf.drivers.memif.datapath.memif_tx_burst", "memif_queue"))),
-    "pcap": ((), lambda: (_bursts(("pktbuf.drivers.pcap.rx.pcap_rx_burst", "pcap_rxq"),
-                                         ("pktbuf.drivers.pcap.tx.pcap_tx_burst", "pcap_txq"))(),
-                                 _eof())),
-    "af_packet": ((), _bursts(
-        ("pktbuf.drivers.af_packet.rx.af_packet_rx_burst", "af_packet_rxq"),
-        ("pktbuf.drivers.af_packet.tx.af_packet_tx_burst", "af_packet_txq"))),
-    "af_xdp": ((), _bursts(("pktbuf.drivers.af_xdp.rx.af_xdp_rx_burst", "af_xdp_rxq"),
-                                  ("pktbuf.drivers.af_xdp.tx.af_xdp_tx_burst", "af_xdp_txq"))),
-    "vhost": ((), _bursts(("pktbuf.drivers.vhost.rx.vhost_rx_burst", "vhost_queue"),
-                          ("pktbuf.drivers.vhost.tx.vhost_tx_burst", "vhost_queue"))),
-    "virtio_user": ((), _bursts(
-        ("pktbuf.drivers.virtio_user.rx.virtio_user_rx_burst", "virtio_user_queue"),
-        ("pktbuf.drivers.virtio_user.tx.virtio_user_tx_burst", "virtio_user_queue"))),
-    "traffic": (("memif",), _traffic),
+_BURSTS = {
+    # driver: ((Rx burst kernel, its queue's block kind), (Tx ...))
+    "ring": (("pktbuf.drivers.ring.burst.eth_ring_rx_burst", "eth_ring_queue"),
+             ("pktbuf.drivers.ring.burst.eth_ring_tx_burst", "eth_ring_queue")),
+    "memif": (("pktbuf.drivers.memif.datapath.memif_rx_burst", "memif_queue"),
+              ("pktbuf.drivers.memif.datapath.memif_tx_burst", "memif_queue")),
+    "pcap": (("pktbuf.drivers.pcap.rx.pcap_rx_burst", "pcap_rxq"),
+             ("pktbuf.drivers.pcap.tx.pcap_tx_burst", "pcap_txq")),
+    "af_packet": (("pktbuf.drivers.af_packet.rx.af_packet_rx_burst", "af_packet_rxq"),
+                  ("pktbuf.drivers.af_packet.tx.af_packet_tx_burst", "af_packet_txq")),
+    "af_xdp": (("pktbuf.drivers.af_xdp.rx.af_xdp_rx_burst", "af_xdp_rxq"),
+               ("pktbuf.drivers.af_xdp.tx.af_xdp_tx_burst", "af_xdp_txq")),
+    "vhost": (("pktbuf.drivers.vhost.rx.vhost_rx_burst", "vhost_queue"),
+              ("pktbuf.drivers.vhost.tx.vhost_tx_burst", "vhost_queue")),
+    "virtio_user": (("pktbuf.drivers.virtio_user.rx.virtio_user_rx_burst", "virtio_user_queue"),
+                    ("pktbuf.drivers.virtio_user.tx.virtio_user_tx_burst", "virtio_user_queue")),
 }
+
+UNITS = {
+    # name: (units it builds on, what it runs; None: nothing of its own, it is done when the
+    # units it builds on are).  A port type's unit is its Rx and its Tx bursts, each in a
+    # process of its own (``memif:rx``, ``memif:tx``): they are most of the compile work of
+    # a command and share little, so the two compile side by side.  The bursts build on
+    # nothing: they start beside the facade's entries, and the mbuf kernels several of them
+    # call are compiled by whichever gets there first (the others wait on the function's lock,
+    # then load it)
+    "core": ((), _core),
+    # the pcapng parser: compiled when a port opens a pcapng file, not with the bursts
+    # (pktbuf.drivers.pcap.ngcall), so neither `demo` nor `fwd` compiles it
+    "pcapng": ((), _pcapng),
+}
+for _d in DRIVERS:
+    _rx, _tx = _BURSTS[_d]
+    UNITS[f"{_d}:rx"] = ((), _bursts(_rx) if _d != "pcap"
+                          else (lambda f=_bursts(_rx): (f(), _eof())))
+    UNITS[f"{_d}:tx"] = ((), _bursts(_tx))
+    UNITS[_d] = ((f"{_d}:rx", f"{_d}:tx"), None)
+UNITS["traffic"] = (("memif",), _traffic)
 # the forwarding loop for one port type each (fwd:memif, ...), and for every type at once
 for _d in DRIVERS:
     UNITS[f"fwd:{_d}"] = ((_d,), _fwd((_d,)))
@@ -154,13 +175,37 @@ def fwd_unit_for(vdevs) -> str:
     return fwd_unit(ds or DRIVERS)
 
 
+def pcapng_inputs(vdevs) -> bool:
+    """Whether a ``pktbuf fwd`` command line replays a pcapng file (an ``rx_pcap=`` file that
+    starts with a Section Header Block): its port then needs the pcapng parser, which is not
+    compiled with the bursts (:mod:`pktbuf.drivers.pcap.ngcall`), so the command compiles it
+    beside the other units.  A look at four bytes; a file that cannot be read says no (its
+    error comes when the port opens)."""
+    from ..drivers.pcap.format import BT_SHB
+    for v in vdevs or ():
+        for arg in str(v).split(",")[1:]:
+            key, _, path = arg.partition("=")
+            if key.strip() != "rx_pcap":
+                continue
+            try:
+                with open(path, "rb") as f:
+                    head = f.read(4)
+            except OSError:
+                continue
+            if len(head) == 4 and int.from_bytes(head, "little") == BT_SHB:
+                return True
+    return False
+
+
 TARGETS = {
     "core": ("core",),
     "fwd": tuple(f"fwd:{d}" for d in DRIVERS),
-    "demo": ("core", "fwd:memif", "traffic"),
+    # not "core": the demo's processes use pools through their loops and ports only, and the
+    # mbuf kernels the memif bursts call compile in the two burst units, side by side
+    "demo": ("fwd:memif", "traffic"),
     # the facade's entries and every port type's bursts, without the loops that call them
     # (CI's checked pass: its tests drive the kernels, not the fwd or traffic loops)
-    "ports": ("core",) + DRIVERS,
+    "ports": ("core",) + DRIVERS + ("pcapng",),
     "all": tuple(u for u in UNITS if u != "fwd:all"),
 }
 DEFAULT_TARGETS = ("demo",)
@@ -187,7 +232,7 @@ def units_for(targets, *, deps: bool = True) -> list[str]:
             u = fwd_unit(u[4:].split("+"))
             if u in out:
                 return
-        for d in UNITS[u][0] if deps else ():
+        for d in UNITS[u][0] if deps or UNITS[u][1] is None else ():
             add(d)
         out.append(u)
     for t in targets:
@@ -227,7 +272,7 @@ def run_unit(name: str, report: bool = False) -> dict:
     if name not in UNITS and name.startswith("fwd:"):
         name = fwd_unit(name[4:].split("+"))
     t0, c0 = time.perf_counter(), time.process_time()
-    fn = UNITS[name][1]
+    fn = UNITS[name][1] or (lambda: None)
     compiled = _record(fn) if report else (fn(), [])[1]
     # CPU seconds beside wall seconds: on a loaded machine waiting for a CPU inflates the wall
     # figure, much less the CPU one
@@ -259,7 +304,7 @@ def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=
     if jobs is None:
         jobs = len(os.sched_getaffinity(0))
     if jobs <= 1 and env is None:
-        return [run_unit(u, report) for u in units]
+        return [run_unit(u, report) for u in units if UNITS[u][1] is not None]
     done: dict[str, dict] = {}
     running: dict[str, tuple] = {}
     todo = list(units)
@@ -269,6 +314,11 @@ def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=
     try:
         while todo or running:
             ready = [u for u in todo if all(d in done or d not in units for d in _waits_for(u))]
+            for u in [u for u in ready if UNITS[u][1] is None]:   # nothing to run
+                ready.remove(u)
+                todo.remove(u)
+                done[u] = {"unit": u, "seconds": 0.0, "cpu_s": 0.0, "compiled": [],
+                           "wall_s": 0.0}
             while ready and len(running) < max(1, jobs):
                 u = ready.pop(0)
                 todo.remove(u)
@@ -278,7 +328,10 @@ def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=
                                       "1" if report else "0"], env=env, stdout=out, stderr=err,
                                      stdin=subprocess.DEVNULL)
                 running[u] = (p, time.perf_counter(), out, err)
-            if not running:
+            if not running and not todo:
+                break
+            if not running and not any(
+                    all(d in done or d not in units for d in _waits_for(u)) for u in todo):
                 raise CompileFailed(f"units {todo} wait for units that are not scheduled")
             time.sleep(0.02)
             for u, (p, t0, out, err) in list(running.items()):
@@ -304,7 +357,7 @@ def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=
             p.wait()
             out.close()
             err.close()
-    return [done[u] for u in units if u in done]
+    return [done[u] for u in units if u in done and UNITS[u][1] is not None]
 
 
 def _cached_args(disp) -> list | None:

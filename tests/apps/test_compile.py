@@ -28,9 +28,15 @@ def test_units_come_after_what_they_build_on():
         for d in UNITS[u][0]:
             assert order.index(d) < order.index(u)
     demo = units_for(["demo"])
-    assert demo == ["core", "memif", "fwd:memif", "traffic"]   # no other port type's kernels
+    # no other port type's kernels, and not the facade's entries the demo never runs (the
+    # forwarder and traffic processes use pools through their loops and ports only); the
+    # memif bursts in two units, Rx and Tx, that compile side by side
+    assert demo == ["memif:rx", "memif:tx", "memif", "fwd:memif", "traffic"]
+    assert UNITS["memif"][1] is None                    # done when its two halves are
     assert set(TARGETS) >= {"core", "fwd", "demo", "all"}
-    assert units_for(["fwd:pcap+ring"]) == ["ring", "pcap", "fwd:ring+pcap"]
+    assert units_for(["fwd:pcap+ring"]) == ["ring:rx", "ring:tx", "ring", "pcap:rx", "pcap:tx",
+                                            "pcap", "fwd:ring+pcap"]
+    assert units_for(["ring"], deps=False) == ["ring:rx", "ring:tx", "ring"]  # its halves
     assert fwd_unit_for(["net_pcap0,rx_pcap=x", "net_ring1"]) == "fwd:ring+pcap"
     assert fwd_unit_for(["net_nosuch0"]) == "fwd:all"
 
@@ -57,7 +63,8 @@ def test_two_processes_never_compile_one_function(tmp_path):
     seen = []
     for r in reports:
         data = json.loads(r.read_text())
-        assert data["cold"] is False and data["units"][0]["unit"] == "ring"
+        assert data["cold"] is False
+        assert [u["unit"] for u in data["units"]] == ["ring:rx", "ring:tx"]
         seen.append({(c["kernel"], c["args"]) for u in data["units"] for c in u["compiled"]})
     assert seen[0] or seen[1]                     # the empty cache was compiled into
     assert not (seen[0] & seen[1]), sorted(seen[0] & seen[1])[:5]
@@ -112,3 +119,17 @@ def test_cached_args_reads_the_index():
     from pktbuf.drivers.pcap.rx import pcap_rx_error
     pcap_rx_error.compile((BlockType("pcap_rxq"),))     # compiled or loaded: in the index now
     assert (BlockType("pcap_rxq"),) in c._cached_args(pcap_rx_error)
+
+
+def test_a_pcapng_input_adds_its_parser_to_the_fwd_units(tmp_path):
+    from pktbuf.apps.compile import pcapng_inputs
+    ng = tmp_path / "a.pcapng"
+    ng.write_bytes(bytes.fromhex("0a0d0d0a") + bytes(24))
+    classic = tmp_path / "b.pcap"
+    classic.write_bytes(bytes.fromhex("d4c3b2a1") + bytes(20))
+    assert pcapng_inputs([f"net_pcap0,rx_pcap={ng},tx_pcap=o.pcap"])
+    assert pcapng_inputs(["net_ring0", f"net_pcap1,rx_pcap={classic},rx_pcap={ng}"])
+    assert not pcapng_inputs([f"net_pcap0,rx_pcap={classic}", f"net_pcap1,tx_pcap={ng}"])
+    assert not pcapng_inputs([f"net_pcap0,rx_pcap={tmp_path / 'missing'}", "net_memif0"])
+    assert not pcapng_inputs(None)
+    assert units_for(["fwd:pcap", "pcapng"]) == ["pcap:rx", "pcap:tx", "pcap", "fwd:pcap", "pcapng"]

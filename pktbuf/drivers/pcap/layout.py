@@ -41,7 +41,8 @@ C_TS_FLAG = 12       # ol_flags bit (value) that says the timestamp is valid (0:
 C_STRICT = 13        # pcapng: caplen must not exceed the interface's snaplen
 C_LINKTYPE = 14      # classic pcap: the file's link type (pcapng: per interface, IF_LINKTYPE)
 C_LINKMODE = 15      # which link types are read (LT_* of .linktype: any, convertible, ethernet)
-C_WORDS = 16
+C_PARSE = 16         # pcapng: address of the parser's C wrapper, this process's (.ngcall; 0: none)
+C_WORDS = 17
 
 # st words (Rx)
 S_CUR = 0            # file offset of the next record or block

@@ -294,7 +294,7 @@ def ticks_to_ns(row, t):
     return ns if ns >= 0 else np.int64(-1)
 
 
-@kernel
+@kernel(cfunc=True)          # called through its address (.ngcall), compiled on first use
 def parse_pcapng(q, n, cap):
     """Pass 1 over a pcapng file; returns how many packets were noted.  Reads Section Header,
     Interface Description, Enhanced, Simple and (obsolete) Packet Blocks; skips the others.

@@ -5,7 +5,8 @@
     n = pcap_rx_burst(dom, rxq, lcore, out, 32)   # n packets (mbuf handles) in out[:n]
     if n == 0 and pcap_rx_eof(rxq): ...           # the file is done (not looping)
 
-A burst works in two passes over the mapped file (:mod:`.window`): pass 1 (:mod:`.parse`)
+A burst works in two passes over the mapped file (:mod:`.window`): pass 1 (:mod:`.parse`;
+the pcapng parser is called through its address, :mod:`.ngcall`, compiled on first use)
 validates up to ``n`` records and notes where their data is; pass 2 (:func:`rx_fill`) takes
 all the mbufs they need with one ``pktmbuf_alloc_bulk`` from the queue's pool, copies each
 record into its mbuf (a chain when it is longer than one data room), sets ``pkt_len``,
@@ -24,11 +25,12 @@ from ..._jit import kernel
 from ...buf.mbuf.raw import pktmbuf_alloc_bulk
 from .copy import copy_seg
 from .layout import (BURST_MAX, C_FORMAT, C_LOOP, C_POOL, C_PORT, C_SIZE, C_TS_FLAG, C_TS_WORD,
-                     FMT_NONE, FMT_PCAP, S_CONVERTED, S_CUR, S_ERR, S_IBYTES, S_IPACKETS,
+                     C_PARSE, FMT_NONE, FMT_PCAP, S_CONVERTED, S_CUR, S_ERR, S_IBYTES, S_IPACKETS,
                      S_RX_NOMBUF, S_SKIPPED, S_SKIPPED_FRAMES, S_WIN_ADDR, S_WIN_LEN)
 from .linktype import ETHER_LEN
 from ...rawmem import addr_u8
-from .parse import parse_pcap, parse_pcapng
+from .ngcall import call_parser
+from .parse import parse_pcap
 from .window import win_unmap
 
 __all__ = ["pcap_rx_burst", "pcap_rx_eof", "pcap_rx_error", "pcap_rx_close"]
@@ -129,7 +131,8 @@ def pcap_rx_burst(dom, q, lcore, out, n):
 
     ``n`` is clamped to ``out.size`` and to ``BURST_MAX``.  The mbufs come from the queue's
     pool and are the caller's.  0 at the end of the file (:func:`pcap_rx_eof`), after a
-    format error (:func:`pcap_rx_error`), on a null queue, or when the pool is empty
+    format error (:func:`pcap_rx_error`), on a null queue (or a pcapng one without its parser's
+    address: the facade sets it, :mod:`.ngcall`), or when the pool is empty
     (``rx_nombuf``; the records stay for a later burst).
     """
     if n > out.size:
@@ -144,8 +147,10 @@ def pcap_rx_burst(dom, q, lcore, out, n):
     cap = np.int64(p.data_room) - np.int64(p.headroom)
     if cfg[C_FORMAT] == FMT_PCAP:
         npk = parse_pcap(q, n, cap)
+    elif cfg[C_PARSE] != 0:
+        npk = call_parser(cfg[C_PARSE], q, n, cap)      # parse_pcapng (.ngcall)
     else:
-        npk = parse_pcapng(q, n, cap)
+        return 0
     if npk == 0:
         return 0
     return rx_fill(dom, q, lcore, out, npk, cap)

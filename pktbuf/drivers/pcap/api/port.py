@@ -37,6 +37,7 @@ from .. import format as F
 from .. import layout as L
 from ..header import pcap_file_header, pcapng_file_header, probe_header
 from ..linktype import MODES as LINK_MODES
+from ..ngcall import pcapng_parser
 from ..rx import pcap_rx_burst, pcap_rx_close, pcap_rx_eof
 from ..tx import pcap_tx_burst, pcap_tx_flush
 from ....buf.domain.pools import PktmbufPool
@@ -248,6 +249,8 @@ class PcapPort:
         c[L.C_LINKTYPE] = lt
         c[L.C_LINKMODE] = self._linkmode
         q.st[L.S_CUR] = c[L.C_START]
+        if kind != "pcap":
+            c[L.C_PARSE] = pcapng_parser()          # compiled on the first pcapng file
         c[L.C_FORMAT] = L.FMT_PCAP if kind == "pcap" else L.FMT_PCAPNG
         return q
 
