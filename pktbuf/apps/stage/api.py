@@ -321,7 +321,8 @@ class StageRunner:
         self.cnt = np.zeros((MAX_PORTS, F_WORDS), np.int64)
         self.scnt = np.zeros(max(1, len(stage.counters)), np.int64)
         self.drops = np.zeros(len(stage.drop_reasons) + 1, np.int64)
-        self._dest = np.zeros(burst, np.int32)
+        self._dest = np.zeros((max(1, len(st)), burst), np.int32)
+        self._dclean = np.zeros(max(1, len(st)), np.int64)
         self._pk = np.zeros(burst, np.int32)
         self._txbuf = np.zeros((MAX_PORTS, burst), np.int32)
         self._txn = np.zeros(MAX_PORTS, np.int64)
@@ -338,7 +339,8 @@ class StageRunner:
         deadline = time.monotonic_ns() + int(seconds * 1e9)
         return int(self._loop(self.ports.state, self.lcore, self.streams, self.txq,
                                    self.burst, self.stage.state, self.cnt, self.scnt,
-                                   self.drops, self._dest, self._pk, self._txbuf, self._txn,
+                                   self.drops, self._dest, self._dclean, self._pk, self._txbuf,
+                                   self._txn,
                                    deadline, self.tx_drain_ns, self.idle_max_us,
                                    self.record_cycles))
 

@@ -27,9 +27,12 @@ only pauses, leaves it to the timer, as l3fwd does), and before every return (de
 port error, end of input), so the loop never returns with a packet held.  What a Tx queue does not take is freed
 and counted (``F_TX_DROP``) when the buffer is sent, as l3fwd's ``send_burst`` frees it.
 
-The do-nothing case costs one store and one compare per packet over io forwarding, and one
-load and compare per burst: ``dest`` is prefilled with the default port, and when the stage
-left every full burst on one valid port with an empty buffer it goes out from ``pkts``.
+The do-nothing case costs one compare per packet over io forwarding, and a few loads and
+compares per burst: ``dest`` holds the default port when the stage is called, and when the
+stage left every full burst on one valid port with an empty buffer it goes out from
+``pkts``.  Each stream has a ``dest`` row of its own (``dests[s]``), and ``dclean[s]`` says
+how much of it is known to hold the default still: a row the stage left as it was (the scan
+that finds one Tx port for the burst proves it) is not filled again for the next burst.
 """
 from __future__ import annotations
 
@@ -128,14 +131,16 @@ def tx_flush(eth, dom, txq, lcore, txbuf, txn, cnt, record_cycles):
 
 
 @kernel
-def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, pk, txbuf, txn,
-               deadline_ns, drain_ns, idle_max_us, record_cycles):
+def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dests, dclean, pk,
+               txbuf, txn, deadline_ns, drain_ns, idle_max_us, record_cycles):
     """Forward through ``run_stage`` until the deadline, an error or the end of every input.
 
     ``streams``: int64[S, 3]; ``cnt``: int64[ports, F_WORDS] (``txbuf.shape[0]`` ports);
     ``scnt``: the stage's counters; ``drops``: int64[reasons + 1], per drop reason, the last
-    slot for undeclared reasons and port ids outside the table; scratch: ``dest``, ``pk``:
-    int32[>= burst]; the Tx buffers: ``txbuf``: int32[ports, >= burst], ``txn``:
+    slot for undeclared reasons and port ids outside the table; scratch: ``dests``:
+    int32[S, >= burst], the ``dest`` row of each stream, and ``dclean``: int64[S], how many
+    leading entries of each row are known to hold the stream's default port (0 on entry:
+    the fill is skipped for those), ``pk``: int32[>= burst]; the Tx buffers: ``txbuf``: int32[ports, >= burst], ``txn``:
     int64[ports] the packets each holds (all 0 on entry, and so on every return: the loop
     drains them before it returns).  ``drain_ns``: the period of the timed drain.
     ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s
@@ -149,7 +154,8 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
     ns = streams.shape[0]
     maxp = min(txbuf.shape[0], txn.size)
     nr = drops.shape[0]
-    burst = min(burst, pk.size, dest.size, txbuf.shape[1])
+    burst = min(burst, pk.size, dests.shape[1], txbuf.shape[1])
+    ns = min(ns, dests.shape[0], dclean.size)      # one dest row and clean count a stream
     idle = 0
     last_drain = now_ns()
     while True:
@@ -168,8 +174,10 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             nbytes = 0
             for i in range(n):
                 nbytes += np.int64(mb[pk[i]].pkt_len)
-            for i in range(n):          # a loop of its own: vector stores
+            dest = dests[s]
+            for i in range(dclean[s], n):   # what is not known to hold dflt already
                 dest[i] = dflt
+            dclean[s] = 0
             cnt[rxp, F_RX] += n
             cnt[rxp, F_RX_BYTES] += nbytes
             work += n
@@ -182,6 +190,8 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dest, p
             for i in range(1, n):
                 diff |= dest[i] ^ d0
             if diff == 0 and d0 >= 0 and d0 < maxp:
+                if d0 == dflt:
+                    dclean[s] = n       # dest[:n] holds dflt: the next burst needs no fill
                 if n >= burst and txn[d0] == 0:
                     if _send(eth, dom, d0, txq, lcore, pk, n, cnt):
                         failed = True
