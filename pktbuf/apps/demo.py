@@ -72,13 +72,15 @@ def main(argv=None) -> int:
                                + ["--seconds", str(a.seconds + 1)],
                                stdout=subprocess.PIPE, text=True, env=env, cwd=tmp)
         procs.append(fwd)
-        if fwd.stdout.readline().strip() != "READY":
-            print("forwarder failed to start", file=sys.stderr)
-            return 1
+        # the traffic process starts beside it (both load their code at once, on 2 cores);
+        # its memif clients retry until the forwarder's sockets listen
         gen = subprocess.Popen(py + ["traffic", "traffic_main"] + common
                                + ["--seconds", str(a.seconds), "--size", str(a.size)],
                                stdout=subprocess.PIPE, text=True, env=env, cwd=tmp)
         procs.append(gen)
+        if fwd.stdout.readline().strip() != "READY":
+            print("forwarder failed to start", file=sys.stderr)
+            return 1
         print(f"{'time':>6} | {'generated':>10} {'received':>10} {'Gbit/s':>7} | "
               f"{'fwd rx':>10} {'fwd tx':>10} {'fwd drops':>9}", flush=True)
         import selectors

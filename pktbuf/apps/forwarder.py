@@ -75,13 +75,15 @@ def forwarder_main(argv=None) -> int:
         t0 = time.monotonic()
         end = t0 + a.seconds
         while time.monotonic() < end:
-            r = fw.run_slice(min(0.5, end - time.monotonic()))
+            r = fw.run_slice(min(0.25, end - time.monotonic()))
             emit("fwd", _counters(fw), t0)
             if r == R_PORT_ERROR:         # a port stopped for good: not a normal end
                 for e in fw.failures():
                     print(json.dumps({"role": "fwd", "error": e["line"]}), flush=True)
                 status = 1
                 break
+            if not any(p.memif.connected for p in fw.ports):
+                break                     # the traffic side is done and gone: so are we
         emit("fwd", _counters(fw), t0, final=True)
         # the traffic side stops first; keep serving until it has gone
         fw.ports[0].memif.wait_disconnected(5)
