@@ -129,7 +129,8 @@ def test_io_echo_is_byte_exact_with_chained_mbufs(peer):
     back = []
     i, end = 0, time.monotonic() + 20
     while (i < len(hs) or len(back) < len(fs)) and time.monotonic() < end:
-        i += port.tx_burst(hs[i:i + 16])
+        if i - len(back) <= 48:     # testpmd's io mode drops what our Rx ring cannot take
+            i += port.tx_burst(hs[i:i + 16])
         got = port.rx_burst(32)
         back += [bytes(pool.mbuf(int(h)).read(0, len(pool.mbuf(int(h))))) for h in got]
         pool.free_bulk(got)
