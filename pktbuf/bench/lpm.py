@@ -15,7 +15,10 @@ Figures (cycles of the TSC, fenced reads):
   bit for bit), and again after the deletes;
 * lookups, single / bulk (32) / x4: batches of 4096 addresses (low 32 bits of splitmix64 from a
   per-sample seed, so both sides look up the same addresses; made outside the timed region);
-  each sample's check value over every result must agree between the sides.
+  each sample's check value over every result must agree between the sides.  A single
+  lookup's result is stored as each API gives it: DPDK's next hop, or ``UINT32_MAX`` when
+  ``rte_lpm_lookup`` fails (lpm_ref.c); pktbuf's :func:`lpm_lookup` value, the next hop or
+  -ENOENT (0xFFFFFFFE as a uint32, counted as DPDK's miss value in the check);
 
 Samples alternate between the sides; medians, min and max of the samples, and pktbuf / DPDK
 of the medians.  :func:`run` returns the figures as a dict; :func:`main` prints them.
@@ -184,6 +187,9 @@ def _fill(s, ips):
     return s
 
 
+_MISS_SINGLE = np.uint32(0xFFFFFFFE)     # lpm_lookup's -ENOENT (-2) stored as uint32
+
+
 @kernel
 def _check(hops, check, miss, raw):
     """Fold a batch's results into the check value; count misses (``raw``: bulk's raw entries,
@@ -191,6 +197,8 @@ def _check(hops, check, miss, raw):
     prime = np.uint64(1099511628211)
     for i in range(BATCH):
         h = hops[i]
+        if h == _MISS_SINGLE:
+            h = np.uint32(0xFFFFFFFF)       # single's -ENOENT, as lpm_ref.c's UINT32_MAX
         check = check * prime + np.uint64(h)
         if raw:
             miss += (h & 0x01000000) == 0
@@ -213,8 +221,7 @@ def _lookups_single(blk, nbatch, seed, ips, hops):
         s = _fill(s, ips)
         t0 = tsc_begin()
         for i in range(BATCH):
-            r = lpm_lookup(blk, ips[i])
-            hops[i] = r if r >= 0 else 0xFFFFFFFF
+            hops[i] = lpm_lookup(blk, ips[i])     # the next hop, or -ENOENT as 0xFFFFFFFE
         cyc += tsc_end() - t0
         check, miss = _check(hops, check, miss, False)
     return cyc, miss, check

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import always_inline, kernel, never_inline
+from ...hints import select_likely
 from ...atomics import (
     fence_acquire,
     fence_release,
@@ -115,9 +116,9 @@ def lpm_lookup(lpm, ip):
     # a pointer (valid + valid_group) sends the lookup to the tbl8 group: rare for real tables
     if (e & VALID_EXT) == VALID_EXT:
         e = _tbl8_read(lpm, ip)
-    if e & VALID:
-        return np.int64(e) & NH_MASK
-    return E_NOENT
+    # a hit is the common case: a predicted branch, not a conditional move that holds the
+    # result back until the entry's load completes (:mod:`pktbuf.hints`)
+    return select_likely((e & VALID) != 0, np.int64(e) & NH_MASK, np.int64(E_NOENT))
 
 
 @always_inline
