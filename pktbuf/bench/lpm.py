@@ -197,7 +197,7 @@ def _check(hops, check, miss, raw):
     prime = np.uint64(1099511628211)
     for i in range(BATCH):
         h = hops[i]
-        if h == _MISS_SINGLE:
+        if not raw and h == _MISS_SINGLE:
             h = np.uint32(0xFFFFFFFF)       # single's -ENOENT, as lpm_ref.c's UINT32_MAX
         check = check * prime + np.uint64(h)
         if raw:

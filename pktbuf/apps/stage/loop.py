@@ -139,10 +139,10 @@ def stage_loop(eth, lcore, streams, txq, burst, state, cnt, scnt, drops, dests, 
     ``scnt``: the stage's counters; ``drops``: int64[reasons + 1], per drop reason, the last
     slot for undeclared reasons and port ids outside the table; scratch: ``dests``:
     int32[S, >= burst], the ``dest`` row of each stream, and ``dclean``: int64[S], how many
-    leading entries of each row are known to hold the stream's default port (0 on entry:
-    the fill is skipped for those), ``pk``: int32[>= burst]; the Tx buffers: ``txbuf``: int32[ports, >= burst], ``txn``:
-    int64[ports] the packets each holds (all 0 on entry, and so on every return: the loop
-    drains them before it returns).  ``drain_ns``: the period of the timed drain.
+    leading entries of each row are known to hold the stream's default port (the fill skips
+    those; 0 for a row never used), ``pk``: int32[>= burst]; the Tx buffers: ``txbuf``:
+    int32[ports, >= burst], ``txn``: int64[ports] the packets each holds (all 0 on entry,
+    and so on every return: the loop drains them before it returns).  ``drain_ns``: the period of the timed drain.
     ``idle_max_us``: :func:`pktbuf.idle.idle_backoff`'s
     cap.  ``record_cycles``: add the TSC cycles of every stream iteration that received
     packets, from before its Rx burst to after its last Tx burst, to ``cnt[rx port,
