@@ -197,6 +197,30 @@ def pcapng_inputs(vdevs) -> bool:
     return False
 
 
+def port_units_to_compile(vdevs) -> list[str]:
+    """The burst units (``pcap:rx``, ``pcap:tx``, ...) of the port types of a command line
+    whose burst kernels the cache holds no version of yet: what a command that compiles its
+    own loop (``pktbuf l3fwd``: its stage's) compiles on every core first, so that its loop
+    then loads them.  A device that is not recognised adds nothing (its error comes when the
+    port opens)."""
+    import importlib
+    from ..ethdev.api import driver_of
+    units: list[str] = []
+    for v in vdevs or ():
+        try:
+            d = _DRIVER_OF[driver_of(str(v).split(",", 1)[0])]
+        except Exception:          # noqa: BLE001 -- reported when the port opens
+            continue
+        for side, (path, _qkind) in zip(("rx", "tx"), _BURSTS[d]):
+            u = f"{d}:{side}"
+            if u in units:
+                continue
+            mod, _, name = path.rpartition(".")
+            if not _cached_args(getattr(importlib.import_module(mod), name)):
+                units.append(u)
+    return units
+
+
 TARGETS = {
     "core": ("core",),
     "fwd": tuple(f"fwd:{d}" for d in DRIVERS),

@@ -133,3 +133,23 @@ def test_a_pcapng_input_adds_its_parser_to_the_fwd_units(tmp_path):
     assert not pcapng_inputs([f"net_pcap0,rx_pcap={tmp_path / 'missing'}", "net_memif0"])
     assert not pcapng_inputs(None)
     assert units_for(["fwd:pcap", "pcapng"]) == ["pcap:rx", "pcap:tx", "pcap", "fwd:pcap", "pcapng"]
+
+
+def test_l3fwd_compiles_the_bursts_its_ports_lack_on_every_core(monkeypatch):
+    # pktbuf l3fwd compiles its stage loop itself; on a cold cache the ports' bursts go first,
+    # unit by unit on every core, so that the loop loads them: only those not cached yet
+    import pktbuf.apps.compile as c
+    from pktbuf.drivers.pcap.rx import pcap_rx_burst
+    from pktbuf.drivers.pcap.tx import pcap_tx_burst
+    from pktbuf.drivers.ring.burst import eth_ring_rx_burst, eth_ring_tx_burst
+    held = {eth_ring_rx_burst: [()], eth_ring_tx_burst: [()]}
+    monkeypatch.setattr(c, "_cached_args", lambda disp: held.get(disp))
+    two = ["net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap", "net_pcap1,rx_pcap=c.pcap"]
+    assert c.port_units_to_compile(two) == ["pcap:rx", "pcap:tx"]        # once per type
+    assert c.port_units_to_compile(["net_ring0"] + two) == ["pcap:rx", "pcap:tx"]
+    held[pcap_tx_burst] = [()]
+    assert c.port_units_to_compile(two) == ["pcap:rx"]
+    held[pcap_rx_burst] = [()]
+    assert c.port_units_to_compile(two) == []
+    assert c.port_units_to_compile(["net_nosuch0,x=1", "not a device"]) == []
+    assert set(c.port_units_to_compile(["net_memif0,role=server"])) == {"memif:rx", "memif:tx"}
