@@ -22,7 +22,6 @@ usage error (an unknown command or option, a value out of its range).  docs/fail
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 
 _BENCHES = {
@@ -104,14 +103,11 @@ def _l3fwd(argv) -> int:
         vdevs = options.parse(argv).vdevs
     except options.UsageError:
         vdevs = []                    # main reports it
-    from pktbuf.apps.compile import CompileFailed, compile_targets, port_units_to_compile
+    from pktbuf.apps.compile import CompileFailed, compile_first_run, port_units_to_compile
     units = port_units_to_compile(vdevs)
     if units:                         # a first run: the ports' bursts on every core first
-        jobs = len(os.sched_getaffinity(0))
-        print(f"pktbuf l3fwd: first run, compiling the port kernels on {jobs} core(s) "
-              "(pktbuf compile)...", file=sys.stderr, flush=True)
         try:
-            compile_targets(units, jobs)
+            compile_first_run(units, "pktbuf l3fwd")
         except CompileFailed as e:
             print(f"pktbuf l3fwd: {e}", file=sys.stderr)
             return 1

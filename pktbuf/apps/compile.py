@@ -49,14 +49,20 @@ def _burst_sig(qkind: str):
     return (BlockType("domain"), BlockType(qkind), types.int64, types.int32[::1], types.int64)
 
 
+def _dispatcher(path: str):
+    """The kernel at dotted ``path`` (``pktbuf.drivers.pcap.rx.pcap_rx_burst``), imported."""
+    import importlib
+    mod, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(mod), name)
+
+
 def _bursts(*pairs):
     """A unit compiling driver burst kernels by signature: ``(dispatcher path, queue kind)``."""
     def run():
         import importlib
         importlib.import_module("pktbuf.buf.mbuf.layout")      # the domain block's layout
         for path, qkind in pairs:
-            mod, _, name = path.rpartition(".")
-            getattr(importlib.import_module(mod), name).compile(_burst_sig(qkind))
+            _dispatcher(path).compile(_burst_sig(qkind))
     return run
 
 
@@ -203,7 +209,6 @@ def port_units_to_compile(vdevs) -> list[str]:
     own loop (``pktbuf l3fwd``: its stage's) compiles on every core first, so that its loop
     then loads them.  A device that is not recognised adds nothing (its error comes when the
     port opens)."""
-    import importlib
     from ..ethdev.api import driver_of
     units: list[str] = []
     for v in vdevs or ():
@@ -215,8 +220,7 @@ def port_units_to_compile(vdevs) -> list[str]:
             u = f"{d}:{side}"
             if u in units:
                 continue
-            mod, _, name = path.rpartition(".")
-            if not _cached_args(getattr(importlib.import_module(mod), name)):
+            if not _cached_args(_dispatcher(path)):
                 units.append(u)
     return units
 
@@ -436,6 +440,11 @@ def ensure_compiled(targets, what: str, *, quiet: bool = False) -> None:
     warm, do nothing."""
     if is_warm(targets):
         return
+    compile_first_run(targets, what, quiet=quiet)
+
+
+def compile_first_run(targets, what: str, *, quiet: bool = False) -> None:
+    """Compile ``targets`` on every core, saying so on stderr (a first run of ``what``)."""
     jobs = len(os.sched_getaffinity(0))
     if not quiet:
         print(f"{what}: first run, compiling on {jobs} core(s) (pktbuf compile)...",
