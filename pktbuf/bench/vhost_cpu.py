@@ -76,41 +76,41 @@ def run(size: int = 64, packed: bool = False, rounds: int = 9, bursts: int = 100
     d = tempfile.mkdtemp(prefix="pktbuf-bench-vhost-cpu-")
     path = os.path.join(d, "vhost.sock")
     try:
-        be = ports.open(f"net_vhost0,iface={path}")
-        fe = ports.open(f"net_virtio_user1,path={path}" + (",packed_vq=1" if packed else ""))
-        if not (fe.wait_link_up(20) and be.wait_link_up(20)):
-            raise RuntimeError(f"the pair did not come up: {fe.disconnect_reason!r}, "
-                               f"{be.disconnect_reason!r}")
-        eth = ports.state
-        out = np.zeros(BURST, np.int32)
-        inb = np.zeros(2 * BURST, np.int32)
-        args = (eth, pool.id, fe.port_id, be.port_id)
-        sent, got = pair_loop(*args, 16, out, inb, size)          # compile / load, warm
-        samples = []
-        for _ in range(rounds):
-            c0 = time.thread_time_ns()
-            s, g = pair_loop(*args, bursts, out, inb, size)
-            c1 = time.thread_time_ns()
-            sent += s
-            got += g
-            samples.append((c1 - c0) / max(1, g))
-        for _ in range(1000):                                       # drain what is in flight
-            r = be.rx_burst(256)
-            got += len(r)
-            pool.free_bulk(r)
-            if got >= sent:
-                break
-        fe.tx_burst([])                        # the front end reclaims what was used
-        res = {"size": size, "packed": packed, "ns_per_packet": statistics.median(samples),
-               "min": min(samples), "samples": samples, "sent": int(sent),
-               "received": int(got)}
-        for p in list(ports):
-            p.close()
-        res["in_use_after"] = int(pool.in_use_count)     # the ports closed: their rings too
-        return res
+        try:
+            be = ports.open(f"net_vhost0,iface={path}")
+            fe = ports.open(f"net_virtio_user1,path={path}"
+                            + (",packed_vq=1" if packed else ""))
+            if not (fe.wait_link_up(20) and be.wait_link_up(20)):
+                raise RuntimeError(f"the pair did not come up: {fe.disconnect_reason!r}, "
+                                   f"{be.disconnect_reason!r}")
+            eth = ports.state
+            out = np.zeros(BURST, np.int32)
+            inb = np.zeros(2 * BURST, np.int32)
+            args = (eth, pool.id, fe.port_id, be.port_id)
+            sent, got = pair_loop(*args, 16, out, inb, size)      # compile / load, warm
+            samples = []
+            for _ in range(rounds):
+                c0 = time.thread_time_ns()
+                s, g = pair_loop(*args, bursts, out, inb, size)
+                c1 = time.thread_time_ns()
+                sent += s
+                got += g
+                samples.append((c1 - c0) / max(1, g))
+            for _ in range(1000):                                   # drain what is in flight
+                r = be.rx_burst(256)
+                got += len(r)
+                pool.free_bulk(r)
+                if got >= sent:
+                    break
+            fe.tx_burst([])                    # the front end reclaims what was used
+        finally:
+            for p in list(ports):
+                p.close()
+        return {"size": size, "packed": packed, "ns_per_packet": statistics.median(samples),
+                "min": min(samples), "samples": samples, "sent": int(sent),
+                "received": int(got),
+                "in_use_after": int(pool.in_use_count)}    # the ports closed: their rings too
     finally:
-        for p in list(ports):
-            p.close()
         pool.close(force=True)
         try:
             os.rmdir(d)
