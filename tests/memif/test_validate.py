@@ -17,10 +17,11 @@ from pktbuf.drivers.memif import layout as L
 from pktbuf.drivers.memif import validate as V
 from pktbuf.drivers.memif.queue import (K_CLIENT_RX, K_CLIENT_TX, K_SERVER_RX, K_SERVER_TX, P_EQ,
                                         P_GENERAL, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
-                                        Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS,
-                                        Q_PATH, Q_POOL, Q_RING, QS_ERR, QS_UP,
+                                        Q_FN_GENERAL, Q_FN_PATH, Q_KIND, Q_MASK, Q_MBUF_CAP,
+                                        Q_N, Q_NREGIONS, Q_PATH, Q_POOL, Q_RING, QS_ERR, QS_UP,
                                         queue_alloc, queue_up)
 from pktbuf.drivers.memif.rx_copy import rx_refill
+from pktbuf.drivers.memif.variants import queue_paths
 from pktbuf.shm import Region
 
 LOG2 = 4
@@ -62,6 +63,8 @@ def _queue(pool, regions, kind, path, bsize=2048):
     c[Q_MBUF_CAP] = pool.data_room - pool.headroom
     c[Q_EVENTFD] = -1
     c[Q_NREGIONS] = 2
+    # the paths the bursts call through an address, as a device writes them at connect
+    c[Q_FN_GENERAL], c[Q_FN_PATH] = queue_paths(kind in (K_CLIENT_RX, K_SERVER_RX), False)
     q.regions[0] = (r0.address, r0.size)
     q.regions[1] = (r1.address, r1.size)
     L.init_ring(r0.array, 0, LOG2)

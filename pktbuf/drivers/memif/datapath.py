@@ -22,6 +22,10 @@ anything, :mod:`.queue`) and dispatches on the queue's kind and copy path:
   (``force_general=True``) forces the general loop -- DPDK 22.11's loop shape -- for A/B runs;
 * zero-copy (client), :mod:`.zerocopy`.
 
+The fast copy loops are called by name; the general and zero-copy loops through addresses
+in the queue's ``cfg``, compiled when a device needs them (:mod:`.variants`), so that they
+are not compiled into every burst and every loop that calls one.
+
 The pieces all bursts share are in :mod:`.burst`; the checks of what the peer wrote in
 :mod:`.validate`.
 """
@@ -29,13 +33,13 @@ from __future__ import annotations
 
 from ..._jit import kernel
 from ...atomics import load_acquire
-from .burst import FALLBACK, L_GENERAL, L_ONE, L_SPLIT
+from .burst import FALLBACK, L_ONE, L_SPLIT
 from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC, K_SERVER_RX,
-                    K_SERVER_TX, P_EQ, P_GT, P_LT, Q_KIND, Q_PATH, QS_FALLBACK, QS_UP,
-                    queue_enter, queue_leave)
+                    K_SERVER_TX, P_EQ, P_GT, P_LT, Q_FN_GENERAL, Q_FN_PATH, Q_KIND, Q_PATH,
+                    QS_FALLBACK, QS_UP, queue_enter, queue_leave)
 from .rx_copy import rx_copy
 from .tx_copy import tx_copy
-from .zerocopy import zc_rx, zc_tx
+from .variants import via_address
 
 __all__ = ["memif_rx_burst", "memif_tx_burst", "memif_link_up"]
 
@@ -48,7 +52,8 @@ def memif_link_up(q):
 
 @kernel(inline="always")
 def _rx_copy_path(dom, q, lcore, out, n):
-    """Copy Rx: the path's fast loop (``B <= C``: one-to-one, ``B > C``: split), else general."""
+    """Copy Rx: the path's fast loop (``B <= C``: one-to-one, ``B > C``: split), else the
+    general loop (through its address, :mod:`.variants`)."""
     path = q.cfg[Q_PATH]
     if path == P_EQ or path == P_LT:
         r = rx_copy(dom, q, lcore, out, n, L_ONE)
@@ -57,23 +62,24 @@ def _rx_copy_path(dom, q, lcore, out, n):
         q.st[QS_FALLBACK] += 1
     elif path == P_GT:
         return rx_copy(dom, q, lcore, out, n, L_SPLIT)
-    return rx_copy(dom, q, lcore, out, n, L_GENERAL)
+    return via_address(q.cfg[Q_FN_GENERAL], dom, q, lcore, out, n)
 
 
 @kernel(inline="always")
 def _tx_copy_path(dom, q, lcore, mbufs, n):
-    """Copy Tx: the path's fast loop (``B >= C``: one-to-one, ``B < C``: split), else general."""
+    """Copy Tx: the path's fast loop (``B >= C``: one-to-one, ``B < C``: split), else the
+    general loop (through its address, :mod:`.variants`)."""
     path = q.cfg[Q_PATH]
     if path == P_EQ or path == P_GT:
         r = tx_copy(dom, q, lcore, mbufs, n, L_ONE)
     elif path == P_LT:
         r = tx_copy(dom, q, lcore, mbufs, n, L_SPLIT)
     else:
-        return tx_copy(dom, q, lcore, mbufs, n, L_GENERAL)
+        return via_address(q.cfg[Q_FN_GENERAL], dom, q, lcore, mbufs, n)
     if r != FALLBACK:
         return r
     q.st[QS_FALLBACK] += 1
-    return tx_copy(dom, q, lcore, mbufs, n, L_GENERAL)
+    return via_address(q.cfg[Q_FN_GENERAL], dom, q, lcore, mbufs, n)
 
 
 @kernel
@@ -94,7 +100,7 @@ def memif_rx_burst(dom, q, lcore, out, n):
     if kind == K_CLIENT_RX or kind == K_SERVER_RX:
         r = _rx_copy_path(dom, q, lcore, out, n)
     elif kind == K_CLIENT_RX_ZC:
-        r = zc_rx(dom, q, lcore, out, n)
+        r = via_address(q.cfg[Q_FN_PATH], dom, q, lcore, out, n)      # zero-copy
     queue_leave(q)
     return r
 
@@ -116,6 +122,6 @@ def memif_tx_burst(dom, q, lcore, mbufs, n):
     if kind == K_CLIENT_TX or kind == K_SERVER_TX:
         r = _tx_copy_path(dom, q, lcore, mbufs, n)
     elif kind == K_CLIENT_TX_ZC:
-        r = zc_tx(dom, q, lcore, mbufs, n)
+        r = via_address(q.cfg[Q_FN_PATH], dom, q, lcore, mbufs, n)    # zero-copy
     queue_leave(q)
     return r

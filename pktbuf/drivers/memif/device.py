@@ -38,11 +38,13 @@ from .control import ControlLoop, close_fds
 from .peermem import PeerRegion
 from .queue import (K_CLIENT_RX, K_CLIENT_RX_ZC, K_CLIENT_TX, K_CLIENT_TX_ZC, K_NONE,
                     K_SERVER_RX, K_SERVER_TX, P_EQ, P_GT, P_LT, Q_BSIZE, Q_BUF_BASE, Q_EVENTFD,
-                    Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS, Q_PATH, Q_POOL, Q_PORT, Q_RING,
-                    Q_ZC_REGION, QS_BYTES, QS_DROPS, QS_ERR, QS_ERR_VAL, QS_FALLBACK, QS_HEAD,
-                    QS_KICKS, QS_LAST, QS_NOMBUF, QS_PACKETS, queue_alloc, queue_down, queue_up)
+                    Q_FN_GENERAL, Q_FN_PATH, Q_KIND, Q_MASK, Q_MBUF_CAP, Q_N, Q_NREGIONS, Q_PATH,
+                    Q_POOL, Q_PORT, Q_RING, Q_ZC_REGION, QS_BYTES, QS_DROPS, QS_ERR, QS_ERR_VAL,
+                    QS_FALLBACK, QS_HEAD, QS_KICKS, QS_LAST, QS_NOMBUF, QS_PACKETS, queue_alloc,
+                    queue_down, queue_up)
 from .rx_copy import rx_refill
 from .validate import reason as v_reason
+from .variants import queue_paths
 from .zerocopy import zc_release_all, zc_rx_refill
 
 __all__ = ["MemifDevice", "size_relation", "DISCONNECTED", "LISTENING", "CONNECTING",
@@ -104,6 +106,10 @@ class MemifDevice:
         self.tx_pools = list(tx_pools)
         self.rxq = [queue_alloc() for _ in range(n_rx)]
         self.txq = [queue_alloc() for _ in range(n_tx)]
+        # the burst paths its queues will run that the bursts call through an address
+        # (.variants): compiled or loaded now, not at connect; only a client is zero-copy
+        zc = zero_copy and role == "client"
+        self._fns = {rx: queue_paths(rx, zc) for rx in (True, False)}
         self._cond = threading.Condition()
         self._state = LISTENING if role == "server" else DISCONNECTED
         self._reason: str | None = None
@@ -368,6 +374,8 @@ class MemifDevice:
         c[:] = 0
         c[Q_KIND] = kind
         c[Q_PATH] = self.path
+        c[Q_FN_GENERAL], c[Q_FN_PATH] = self._fns[kind in (K_CLIENT_RX, K_SERVER_RX,
+                                                           K_CLIENT_RX_ZC)]
         c[Q_RING] = ring_addr
         c[Q_N] = 1 << log2
         c[Q_MASK] = (1 << log2) - 1

@@ -45,6 +45,8 @@ Q_EVENTFD = 9       # the ring's eventfd (-1 none)
 Q_NREGIONS = 10
 Q_PORT = 11         # value stored in mbuf.port on Rx
 Q_ZC_REGION = 12    # zero-copy Rx: region index of the Rx pool
+Q_FN_GENERAL = 13   # address of the general copy loop's C wrapper, this process's (.variants)
+Q_FN_PATH = 14      # zero-copy: address of the zero-copy loop's C wrapper (.variants)
 Q_WORDS = 16
 
 # queue kinds: (role, direction)

@@ -10,9 +10,10 @@ A burst works in two passes:
 2. *copy*: allocate the mbufs, copy, chain, and hand the slots back with one index store
    (:func:`rx_return`).
 
-The copy pass has three loop shapes -- :func:`rx_copy` with a constant ``loop``, compiled
-once per shape -- chosen once per queue from the size relation between the memif buffer size
-``B`` and the mbuf data room ``C`` (buffer length minus headroom):
+The copy pass has three loop shapes -- the fast ones :func:`rx_copy` with a constant
+``loop``, compiled once per shape, and :func:`rx_copy_general` -- chosen once per queue from
+the size relation between the memif buffer size ``B`` and the mbuf data room ``C`` (buffer
+length minus headroom):
 
 =========== =============== =========================================
 relation    ``loop``        copy
@@ -44,7 +45,7 @@ from ...atomics import load_relaxed, store_release
 from ...buf.mbuf.free import pktmbuf_free
 from ...buf.mbuf.layout import MAX_SEGS
 from ...buf.mbuf.raw import pktmbuf_alloc, pktmbuf_alloc_bulk
-from ...rawmem import copy_in_bounds
+from ...rawmem import addr_view, copy_in_bounds
 from .burst import (FAILED, FALLBACK, L_GENERAL, L_ONE, L_SPLIT, MAX_DESC_LEN, SHORT,
                     copy_short, finish_packet, ring_u16, ring_u32, rx_window)
 from .layout import (D_W_FLAGS_REGION, D_W_LENGTH, D_W_OFFSET, DESC_FLAG_NEXT, H16_HEAD,
@@ -54,7 +55,7 @@ from .queue import (K_CLIENT_RX, Q_BSIZE, Q_BUF_BASE, Q_KIND, Q_MASK, Q_MBUF_CAP
                     queue_fail)
 from .validate import IDX_MASK, V_CHAIN, V_DESC_LENGTH, V_RING_INDEX, desc_address, ring_distance
 
-__all__ = ["rx_copy", "rx_refill"]
+__all__ = ["rx_copy", "rx_copy_general", "rx_refill"]
 
 
 @kernel
@@ -365,18 +366,28 @@ def rx_return(q, r16, client, last, npk, nbytes):
     return npk
 
 
-@kernel(literal=("loop",))
-def rx_copy(dom, q, lcore, out, n, loop):
-    """A copy-mode Rx burst with copy loop ``loop`` (a constant: one compiled version per
-    shape, the others' branches pruned)."""
+@kernel(inline="always")
+def _rx_begin(q, n, loop):
+    """Both passes' start: the ring window and the gather pass.  Returns ``(r16, client,
+    last, packets, mbufs needed, short_ok)``; ``packets`` is 0, ``FAILED`` or ``FALLBACK``
+    when nothing is to be copied."""
     r16 = ring_u16(q)
     client = q.cfg[Q_KIND] == K_CLIENT_RX
     last, peer, avail, limit = rx_window(q, r16, client)
     if avail > limit:
-        return queue_fail(q, V_RING_INDEX, peer)
-    cap = q.cfg[Q_MBUF_CAP]
-    npk, nseg, short_ok = rx_gather(q, ring_u32(q), client, last, avail, limit, n,
-                                    loop, cap)
+        queue_fail(q, V_RING_INDEX, peer)
+        return r16, client, last, FAILED, 0, False
+    npk, nseg, short_ok = rx_gather(q, ring_u32(q), client, last, avail, limit, n, loop,
+                                    q.cfg[Q_MBUF_CAP])
+    return r16, client, last, npk, nseg, short_ok
+
+
+@kernel(literal=("loop",))
+def rx_copy(dom, q, lcore, out, n, loop):
+    """A copy-mode Rx burst with fast loop ``loop`` (``L_ONE`` or ``L_SPLIT``, a constant:
+    one compiled version per shape).  ``FALLBACK`` when a descriptor does not fit the
+    shape (nothing taken: the caller runs :func:`rx_copy_general`)."""
+    r16, client, last, npk, nseg, short_ok = _rx_begin(q, n, loop)
     if npk == FAILED:
         return 0
     if npk == FALLBACK:
@@ -384,11 +395,27 @@ def rx_copy(dom, q, lcore, out, n, loop):
     q.st[QS_BURSTS] += 1
     nbytes = 0
     if npk > 0:
-        if loop == L_GENERAL:
-            npk, nbytes = rx_fill_general(dom, q, lcore, out, npk, cap)
-        elif pktmbuf_alloc_bulk(dom, q.cfg[Q_POOL], lcore, q.scr_mb, nseg) < 0:
+        if pktmbuf_alloc_bulk(dom, q.cfg[Q_POOL], lcore, q.scr_mb, nseg) < 0:
             q.st[QS_NOMBUF] += 1
             npk = 0
         else:
-            nbytes = rx_fill_fast(dom.mb, q, out, npk, loop, cap, short_ok)
+            nbytes = rx_fill_fast(dom.mb, q, out, npk, loop, q.cfg[Q_MBUF_CAP], short_ok)
+    return rx_return(q, r16, client, last, npk, nbytes)
+
+
+@kernel(cfunc=True)
+def rx_copy_general(dom, q, lcore, out_addr, n):
+    """A copy-mode Rx burst with the general loop (DPDK 22.11's shape: an mbuf allocated
+    when the bytes need one) into the ``n`` handles at ``out_addr``.  A kernel of its own, not
+    a shape of :func:`rx_copy`: Numba types every branch of a function whatever its constant
+    arguments, so as a shape it would be compiled -- and linked into every caller -- with the
+    fast loops.  Called through its address (:mod:`.variants`), hence the handles' address."""
+    out = addr_view(out_addr, n, np.int32)
+    r16, client, last, npk, nseg, short_ok = _rx_begin(q, n, L_GENERAL)
+    if npk == FAILED or npk == FALLBACK:
+        return 0
+    q.st[QS_BURSTS] += 1
+    nbytes = 0
+    if npk > 0:
+        npk, nbytes = rx_fill_general(dom, q, lcore, out, npk, q.cfg[Q_MBUF_CAP])
     return rx_return(q, r16, client, last, npk, nbytes)

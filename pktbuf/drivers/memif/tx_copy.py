@@ -10,8 +10,9 @@ from each descriptor the client left in the slot -- read once, validated, rememb
 scratch (:func:`tx_slot`), so that what it did not publish can be given back unchanged
 (:func:`tx_unwind`).
 
-Three loop shapes -- :func:`tx_copy` with a constant ``loop``, compiled once per shape --
-chosen once per queue from the memif buffer size ``B`` and the mbuf data room ``C``:
+Three loop shapes -- the fast ones :func:`tx_copy` with a constant ``loop``, compiled once
+per shape, and :func:`tx_copy_general` -- chosen once per queue from the memif buffer size
+``B`` and the mbuf data room ``C``:
 
 =========== =============== =========================================
 relation    ``loop``        copy
@@ -37,15 +38,15 @@ from ..._jit import kernel
 from ...atomics import load_acquire, load_relaxed
 from ...buf.mbuf.free import pktmbuf_free, pktmbuf_free_bulk
 from ...buf.mbuf.layout import NULL
-from ...rawmem import copy_in_bounds
-from .burst import (FAILED, FALLBACK, L_GENERAL, L_ONE, L_SPLIT, SHORT, copy_short, ring_u16,
-                    ring_u32, tx_publish)
+from ...rawmem import addr_view, copy_in_bounds
+from .burst import (FAILED, FALLBACK, L_ONE, SHORT, copy_short, ring_u16, ring_u32,
+                    tx_publish)
 from .layout import (D_W_FLAGS_REGION, D_W_LENGTH, D_W_OFFSET, DESC_FLAG_NEXT, H16_HEAD,
                      H16_TAIL, desc_word)
 from .queue import K_CLIENT_TX, Q_BSIZE, Q_BUF_BASE, Q_KIND, Q_MASK, Q_N, QS_LAST, queue_fail
 from .validate import V_RING_INDEX, desc_address, ring_distance
 
-__all__ = ["tx_copy"]
+__all__ = ["tx_copy", "tx_copy_general"]
 
 RING_FULL = -2          # tx_put_general: the ring filled mid-packet
 
@@ -221,8 +222,9 @@ def tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got):
 
 @kernel(literal=("loop",))
 def tx_copy(dom, q, lcore, mbufs, n, loop):
-    """A copy-mode Tx burst with copy loop ``loop`` (a constant: one compiled version per
-    shape, the others' branches pruned)."""
+    """A copy-mode Tx burst with fast loop ``loop`` (``L_ONE`` or ``L_SPLIT``, a constant:
+    one compiled version per shape).  ``FALLBACK`` when a packet does not fit the shape
+    (nothing published: the caller runs :func:`tx_copy_general`)."""
     r16 = ring_u16(q)
     r32 = ring_u32(q)
     client = q.cfg[Q_KIND] == K_CLIENT_TX
@@ -238,20 +240,13 @@ def tx_copy(dom, q, lcore, mbufs, n, loop):
     nbytes = 0
     while p < n:
         h = np.int64(mbufs[p])
-        if loop == L_GENERAL:
-            if j >= free:
-                break
-            nj, got = tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got)
-            if nj == RING_FULL:
-                break                    # j still marks the packet start: nothing of it sent
-        else:
-            need = tx_slots_needed(mb, h, bsize, loop)
-            if need == FALLBACK:
-                tx_unwind(q, r32, cur, 0, got)
-                return FALLBACK
-            if need > free - j:
-                break
-            nj, got = tx_put_fixed(q, r16, r32, client, mb, h, cur, j, got, loop)
+        need = tx_slots_needed(mb, h, bsize, loop)
+        if need == FALLBACK:
+            tx_unwind(q, r32, cur, 0, got)
+            return FALLBACK
+        if need > free - j:
+            break
+        nj, got = tx_put_fixed(q, r16, r32, client, mb, h, cur, j, got, loop)
         if nj == FAILED:
             return 0
         if nj == FALLBACK:
@@ -264,9 +259,44 @@ def tx_copy(dom, q, lcore, mbufs, n, loop):
     tx_publish(q, r16, client, cur, j, p, n, nbytes)
     if p == 0:
         return 0
-    if loop == L_GENERAL:
-        for x in range(p):          # DPDK 22.11: one free per packet
-            pktmbuf_free(dom, lcore, mbufs[x])
-    else:
-        pktmbuf_free_bulk(dom, lcore, mbufs, p)   # one run-grouped bulk free
+    pktmbuf_free_bulk(dom, lcore, mbufs, p)   # one run-grouped bulk free
+    return p
+
+
+@kernel(cfunc=True)
+def tx_copy_general(dom, q, lcore, mbufs_addr, n):
+    """A copy-mode Tx burst with the general loop (DPDK 22.11's shape: it rolls back to the
+    packet start when the ring fills mid-packet and frees packet by packet) of the ``n``
+    handles at ``mbufs_addr``.  A kernel of its own, not a shape of :func:`tx_copy`: Numba
+    types every branch of a function whatever its constant arguments, so as a shape it would
+    be compiled -- and linked into every caller -- with the fast loops.  Called through its
+    address (:mod:`.variants`), hence the handles' address."""
+    mbufs = addr_view(mbufs_addr, n, np.int32)
+    r16 = ring_u16(q)
+    r32 = ring_u32(q)
+    client = q.cfg[Q_KIND] == K_CLIENT_TX
+    cur = q.st[QS_LAST]
+    free = tx_free_slots(q, r16, client, cur)
+    if free < 0:
+        return 0
+    mb = dom.mb
+    j = 0
+    got = 0
+    p = 0
+    nbytes = 0
+    while p < n and j < free:
+        h = np.int64(mbufs[p])
+        nj, got = tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got)
+        if nj == RING_FULL:
+            break                    # j still marks the packet start: nothing of it sent
+        if nj == FAILED:
+            return 0
+        j = nj
+        nbytes += np.int64(mb[h].pkt_len)
+        p += 1
+    if not client:
+        tx_unwind(q, r32, cur, j, got)
+    tx_publish(q, r16, client, cur, j, p, n, nbytes)
+    for x in range(p):          # DPDK 22.11: one free per packet
+        pktmbuf_free(dom, lcore, mbufs[x])
     return p

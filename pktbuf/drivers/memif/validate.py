@@ -21,6 +21,7 @@ V_DESC_REGION = 2
 V_DESC_BOUNDS = 3
 V_DESC_LENGTH = 4
 V_CHAIN = 5
+V_NO_PATH = 6       # not the peer's doing: the queue's burst path has no address (.variants)
 
 REASONS = {
     V_RING_INDEX: "Ring index out of range",
@@ -28,6 +29,7 @@ REASONS = {
     V_DESC_BOUNDS: "Descriptor buffer outside its region",
     V_DESC_LENGTH: "Descriptor length exceeds buffer size",
     V_CHAIN: "Descriptor chain longer than the ring",
+    V_NO_PATH: "Burst path not loaded in this process",
 }
 
 IDX_MASK = 0xFFFF
