@@ -10,10 +10,11 @@ goes.
 
 The work is split into **units** (:data:`UNITS`): the facade's entry points, each port type's
 Rx and Tx burst kernels (``memif:rx``, ``memif:tx``; ``memif`` is both), the forwarding loop,
-the demo's traffic loop, ...  A unit runs in a process of its own once the units it builds on
-are done, so a driver's Rx kernels compile beside its Tx kernels and beside another driver's,
-and the forwarding loop then loads all of them from the cache instead of compiling them one
-after the other.  Two processes never compile one function: every pktbuf kernel
+the demo's traffic loop, ...  The units run in one worker process per core (each runs one
+unit after another, as they become ready: Python, Numba and what earlier units loaded start
+once per core), so a driver's Rx kernels compile beside its Tx kernels and beside another
+driver's, and the forwarding loop then loads all of them from the cache instead of compiling
+them one after the other.  Two processes never compile one function: every pktbuf kernel
 compiles under a per-function file lock (:func:`pktbuf._jit._compile_lock`); a process that
 needs a function another is compiling waits and then loads it.
 
@@ -145,13 +146,33 @@ UNITS = {
     # (pktbuf.drivers.pcap.ngcall), so neither `demo` nor `fwd` compiles it
     "pcapng": ((), _pcapng),
 }
+
+def _memif_paths(*names):
+    """A unit compiling memif burst paths the bursts call through an address
+    (:mod:`pktbuf.drivers.memif.variants`), by name."""
+    def run():
+        from ..drivers.memif.variants import burst_address
+        for name in names:
+            burst_address(name)
+    return run
+
+
+# memif's burst paths called through an address: the general copy loops, which every copy
+# queue may fall back to, are part of the port type (a unit each: among the largest pieces of
+# its compile work); the zero-copy loops only of the targets that compile everything ("ports",
+# "all") -- a zero-copy device compiles them when it is created
+MEMIF_PATH_UNITS = {"memif:rx:general": ("rx_general",), "memif:tx:general": ("tx_general",),
+                    "memif:zerocopy": ("rx_zerocopy", "tx_zerocopy")}
+for _u, _names in MEMIF_PATH_UNITS.items():
+    UNITS[_u] = ((), _memif_paths(*_names))
+_PORT_EXTRA = {"memif": ("memif:rx:general", "memif:tx:general")}
 for _d in DRIVERS:
     _rx, _tx = _BURSTS[_d]
     UNITS[f"{_d}:rx"] = ((), _bursts(_rx) if _d != "pcap"
                           else (lambda f=_bursts(_rx): (f(), _eof())))
     UNITS[f"{_d}:tx"] = ((), _bursts(_tx))
-    UNITS[_d] = ((f"{_d}:rx", f"{_d}:tx"), None)
-UNITS["traffic"] = (("memif",), _traffic)
+    UNITS[_d] = ((f"{_d}:rx", f"{_d}:tx") + _PORT_EXTRA.get(_d, ()), None)
+UNITS["traffic"] = (("memif:rx", "memif:tx"), _traffic)   # the bursts it links, not the paths
 # the forwarding loop for one port type each (fwd:memif, ...), and for every type at once
 for _d in DRIVERS:
     UNITS[f"fwd:{_d}"] = ((_d,), _fwd((_d,)))
@@ -222,7 +243,16 @@ def port_units_to_compile(vdevs) -> list[str]:
                 continue
             if not _cached_args(_dispatcher(path)):
                 units.append(u)
+        for u in _PORT_EXTRA.get(d, ()):
+            if u not in units and not all(_cached_args(_memif_path(n))
+                                          for n in MEMIF_PATH_UNITS[u]):
+                units.append(u)
     return units
+
+
+def _memif_path(name: str):
+    from ..drivers.memif.variants import BURST_PATHS
+    return BURST_PATHS[name]
 
 
 TARGETS = {
@@ -233,7 +263,7 @@ TARGETS = {
     "demo": ("fwd:memif", "traffic"),
     # the facade's entries and every port type's bursts, without the loops that call them
     # (CI's checked pass: its tests drive the kernels, not the fwd or traffic loops)
-    "ports": ("core",) + DRIVERS + ("pcapng",),
+    "ports": ("core",) + DRIVERS + ("pcapng", "memif:zerocopy"),
     "all": tuple(u for u in UNITS if u != "fwd:all"),
 }
 DEFAULT_TARGETS = ("demo",)
@@ -308,10 +338,24 @@ def run_unit(name: str, report: bool = False) -> dict:
             "cpu_s": round(time.process_time() - c0, 3), "compiled": compiled}
 
 
-def _child_main(argv) -> int:
-    name, report = argv[0], argv[1] == "1"
-    r = run_unit(name, report)
-    sys.stdout.write(json.dumps(r) + "\n")
+def _worker_main(argv) -> int:
+    """A compile worker: runs the units named on its stdin, one per line, in turn, and writes
+    each one's result (or its error) as a JSON line to file descriptor ``argv[0]``; ends at
+    the end of its input.  One process runs several units, so Python, Numba and what the
+    earlier units loaded start once per core, not once per unit."""
+    import traceback
+    out = os.fdopen(int(argv[0]), "w")
+    report = argv[1] == "1"
+    for line in sys.stdin:
+        name = line.strip()
+        if not name:
+            continue
+        try:
+            r = run_unit(name, report)
+        except BaseException:          # noqa: BLE001 -- reported to the scheduler, which raises
+            r = {"unit": name, "error": traceback.format_exc()}
+        out.write(json.dumps(r) + "\n")
+        out.flush()
     return 0
 
 
@@ -323,68 +367,122 @@ class CompileFailed(RuntimeError):
     pass
 
 
+class _Worker:
+    """A :func:`_worker_main` process, its result pipe and its error output."""
+
+    def __init__(self, env, report):
+        rfd, wfd = os.pipe()
+        self.err = tempfile.TemporaryFile("w+")      # a file, not a pipe: it is read at the end
+        try:
+            self.p = subprocess.Popen(
+                [sys.executable, "-m", "pktbuf.apps.compile", "--worker", str(wfd),
+                 "1" if report else "0"], env=env, stdin=subprocess.PIPE, stdout=self.err,
+                stderr=self.err, pass_fds=(wfd,), text=True)
+        finally:
+            os.close(wfd)
+        self.results = os.fdopen(rfd, "r")
+        self.unit = None
+        self.t0 = 0.0
+
+    def start(self, u):
+        self.unit, self.t0 = u, time.perf_counter()
+        self.p.stdin.write(u + "\n")
+        self.p.stdin.flush()
+
+    def error_output(self) -> str:
+        self.err.seek(0)
+        return self.err.read().strip()[-4000:]
+
+    def close(self, kill=False):
+        try:
+            self.p.stdin.close()                      # the end of its input: it exits
+        except OSError:
+            pass
+        if kill:
+            self.p.kill()
+        try:
+            self.p.wait(timeout=None if kill else 30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        self.results.close()
+        self.err.close()
+
+
 def compile_targets(targets=DEFAULT_TARGETS, jobs: int | None = None, *, report=False,
                     env=None, quiet=True, deps: bool = True) -> list[dict]:
     """Compile (or load) what ``targets`` need; ``jobs`` processes at once (default: one per
-    CPU this process may use).  Returns one result per unit (with the compilations when
-    ``report``).  Raises :class:`CompileFailed` naming the unit and its error output."""
+    CPU this process may use), each running units in turn as they become ready.  Returns one
+    result per unit (with the compilations when ``report``).  Raises :class:`CompileFailed`
+    naming the unit and its error output."""
+    import selectors
     units = units_for(targets, deps=deps)
     if jobs is None:
         jobs = len(os.sched_getaffinity(0))
     if jobs <= 1 and env is None:
         return [run_unit(u, report) for u in units if UNITS[u][1] is not None]
     done: dict[str, dict] = {}
-    running: dict[str, tuple] = {}
     todo = list(units)
     env = dict(os.environ if env is None else env)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    workers: list[_Worker] = []
+    sel = selectors.DefaultSelector()
+    failed = True
     try:
-        while todo or running:
-            ready = [u for u in todo if all(d in done or d not in units for d in _waits_for(u))]
-            for u in [u for u in ready if UNITS[u][1] is None]:   # nothing to run
-                ready.remove(u)
+        while todo or any(w.unit for w in workers):
+            while True:
+                ready = [u for u in todo
+                         if all(d in done or d not in units for d in _waits_for(u))]
+                empty = [u for u in ready if UNITS[u][1] is None]    # nothing to run: done
+                if not empty:                                        # (and what waits for
+                    break                                            # it may be ready now)
+                for u in empty:
+                    todo.remove(u)
+                    done[u] = {"unit": u, "seconds": 0.0, "cpu_s": 0.0, "compiled": [],
+                               "wall_s": 0.0}
+            # a forwarding loop may start beside its port types' units (_waits_for), but
+            # what is ready and would not wait on their locks goes first
+            ready.sort(key=lambda u: u.startswith("fwd:") and not all(
+                f"{d}:{side}" in done for d in UNITS[u][0] for side in ("rx", "tx")))
+            for u in ready:
+                idle = [w for w in workers if w.unit is None]
+                if not idle and len(workers) < max(1, jobs):
+                    w = _Worker(env, report)
+                    workers.append(w)
+                    sel.register(w.results, selectors.EVENT_READ, w)
+                    idle = [w]
+                if not idle:
+                    break
                 todo.remove(u)
-                done[u] = {"unit": u, "seconds": 0.0, "cpu_s": 0.0, "compiled": [],
-                           "wall_s": 0.0}
-            while ready and len(running) < max(1, jobs):
-                u = ready.pop(0)
-                todo.remove(u)
-                out = tempfile.TemporaryFile("w+")       # files, not pipes: a report can be
-                err = tempfile.TemporaryFile("w+")       # longer than a pipe holds
-                p = subprocess.Popen([sys.executable, "-m", "pktbuf.apps.compile", "--unit", u,
-                                      "1" if report else "0"], env=env, stdout=out, stderr=err,
-                                     stdin=subprocess.DEVNULL)
-                running[u] = (p, time.perf_counter(), out, err)
-            if not running and not todo:
-                break
-            if not running and not any(
-                    all(d in done or d not in units for d in _waits_for(u)) for u in todo):
+                idle[0].start(u)
+            busy = [w for w in workers if w.unit]
+            if not busy:
+                if not todo:
+                    break
                 raise CompileFailed(f"units {todo} wait for units that are not scheduled")
-            time.sleep(0.02)
-            for u, (p, t0, out, err) in list(running.items()):
-                if p.poll() is None:
-                    continue
-                del running[u]
-                out.seek(0)
-                err.seek(0)
-                text, etext = out.read(), err.read()
-                out.close()
-                err.close()
-                if p.returncode != 0:
-                    raise CompileFailed(f"compiling unit {u!r} failed (exit {p.returncode}):\n"
-                                        + etext.strip()[-4000:])
-                r = json.loads(text.strip().splitlines()[-1])
-                r["wall_s"] = round(time.perf_counter() - t0, 3)
+            for key, _ in sel.select(timeout=1.0):
+                w = key.data
+                line = w.results.readline()
+                u = w.unit
+                if not line:                             # the worker died
+                    code = w.p.wait()
+                    raise CompileFailed(f"compiling unit {u!r} failed (exit {code}):\n"
+                                        + w.error_output())
+                r = json.loads(line)
+                if "error" in r:
+                    raise CompileFailed(f"compiling unit {u!r} failed:\n"
+                                        + r["error"].strip()[-4000:])
+                r["wall_s"] = round(time.perf_counter() - w.t0, 3)
                 done[u] = r
+                w.unit = None
                 if not quiet:
                     print(f"  {u:10s} {r['wall_s']:7.1f} s", flush=True)
+        failed = False
     finally:
-        for p, _, out, err in running.values():
-            p.kill()
-            p.wait()
-            out.close()
-            err.close()
+        for w in workers:
+            w.close(kill=failed)
+        sel.close()
     return [done[u] for u in units if u in done and UNITS[u][1] is not None]
 
 
@@ -534,6 +632,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--unit":
-        sys.exit(_child_main(sys.argv[2:]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        sys.exit(_worker_main(sys.argv[2:]))
     sys.exit(main())

@@ -22,7 +22,6 @@ import tempfile
 import time
 
 from ..errors import cli_number
-from . import forwarder, traffic
 from .compile import CompileFailed, ensure_compiled
 from .forwarder import MODES
 from .txonly import MIN_PKT_LEN
@@ -52,8 +51,6 @@ def main(argv=None) -> int:
     except CompileFailed as e:
         print(f"pktbuf demo: {e}", file=sys.stderr)
         return 1
-    forwarder.warm()                                # loads what is cached
-    traffic.warm()
     tmp = tempfile.mkdtemp(prefix="pktbuf-demo-")
     tag = f"pktbuf-demo-{os.getpid()}"
     common = ["--sock0", f"/{tag}-0", "--sock1", f"/{tag}-1", "--mode", a.mode]

@@ -30,9 +30,13 @@ def test_units_come_after_what_they_build_on():
     demo = units_for(["demo"])
     # no other port type's kernels, and not the facade's entries the demo never runs (the
     # forwarder and traffic processes use pools through their loops and ports only); the
-    # memif bursts in two units, Rx and Tx, that compile side by side
-    assert demo == ["memif:rx", "memif:tx", "memif", "fwd:memif", "traffic"]
-    assert UNITS["memif"][1] is None                    # done when its two halves are
+    # memif bursts in two units, Rx and Tx, that compile side by side, and the general copy
+    # loops they call through an address in two more; not the zero-copy loops (a zero-copy
+    # device compiles those when it is created)
+    assert demo == ["memif:rx", "memif:tx", "memif:rx:general", "memif:tx:general", "memif",
+                    "fwd:memif", "traffic"]
+    assert UNITS["memif"][1] is None                    # done when its parts are
+    assert "memif:zerocopy" in units_for(["ports"])
     assert set(TARGETS) >= {"core", "fwd", "demo", "all"}
     assert units_for(["fwd:pcap+ring"]) == ["ring:rx", "ring:tx", "ring", "pcap:rx", "pcap:tx",
                                             "pcap", "fwd:ring+pcap"]
@@ -152,4 +156,5 @@ def test_l3fwd_compiles_the_bursts_its_ports_lack_on_every_core(monkeypatch):
     held[pcap_rx_burst] = [()]
     assert c.port_units_to_compile(two) == []
     assert c.port_units_to_compile(["net_nosuch0,x=1", "not a device"]) == []
-    assert set(c.port_units_to_compile(["net_memif0,role=server"])) == {"memif:rx", "memif:tx"}
+    assert set(c.port_units_to_compile(["net_memif0,role=server"])) == {
+        "memif:rx", "memif:tx", "memif:rx:general", "memif:tx:general"}
