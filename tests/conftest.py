@@ -85,6 +85,13 @@ def _close_pools_left_open(request):
 SYSTEM_DIRS = {"af_packet", "af_xdp", "apps", "bench", "distrib", "l3fwd", "memif", "multiproc",
                "pcap", "telemetry", "vhost", "virtio_user"}
 SYSTEM_FILES = {"test_docs.py", "test_options.py", "test_examples.py", "test_examples_run.py"}
+# ... and, in those directories, the files that are self-contained after all (their peers are
+# pktbuf processes or threads over shared memory and sockets, none pins a CPU or uses an
+# interface): they run in the unit group, which keeps the two slots' lengths close
+UNIT_FILES = {"memif/test_facade.py", "memif/test_hostile.py", "memif/test_loopback.py",
+              "memif/test_peermem.py", "memif/test_poll.py", "memif/test_proto.py",
+              "memif/test_validate.py", "memif/test_variants.py", "apps/test_compile.py",
+              "pcap/test_ngcall.py"}
 # The checked build (PKTBUF_CHECKED=1 NUMBA_BOUNDSCHECK=1) asserts every raw copy against its
 # buffers and every array index inside the kernels.  CI runs it over the tests that drive the
 # kernels which copy packet data or index with computed offsets -- mbufs and the mempool
@@ -117,7 +124,8 @@ def pytest_collection_modifyitems(config, items):
     for it in items:
         rel = os.path.relpath(str(it.fspath), _TESTS).split(os.sep)
         top = rel[0] if len(rel) > 1 else ""
-        system = top in SYSTEM_DIRS or rel[-1] in SYSTEM_FILES
+        system = ((top in SYSTEM_DIRS or rel[-1] in SYSTEM_FILES)
+                  and "/".join(rel) not in UNIT_FILES)
         it.add_marker(pytest.mark.group_system if system else pytest.mark.group_unit)
         if "/".join(rel) + "::" + it.name in ALONE:
             it.add_marker(pytest.mark.alone)

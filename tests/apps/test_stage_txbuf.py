@@ -57,6 +57,11 @@ def busy_board(drain_us):
     return fw, run, loop, out
 
 
+# a run the test must see still going when the packets it waits for (within milliseconds)
+# have arrived: wait_for's limit, counted from before the loop is loaded, is longer
+LONG = 8.0
+
+
 def in_thread(run, seconds):
     rc = []
     t = threading.Thread(target=lambda: rc.append(run.run(seconds)), daemon=True)
@@ -84,7 +89,7 @@ def close_all(fw, *rings):
 def test_the_timed_drain_sends_what_never_fills_a_burst_while_the_loop_runs():
     fw, run, loop, out = busy_board(100)
     try:
-        t, rc = in_thread(run, 20.0)
+        t, rc = in_thread(run, LONG)
         took = wait_for(out, 3, t, 10.0)
         assert took is not None, "the buffered packets stayed in the buffer"
         assert t.is_alive()                         # left while the loop ran, not at its end
@@ -118,7 +123,7 @@ def test_an_idle_loop_drains_the_buffers_before_it_backs_off():
     fw = Forwarder([wired(rx, pktbuf.Ring(64)), wired(pktbuf.Ring(64), out)], stage=S.make())
     run = StageRunner(fw.ports, fw.stage, [(0, 0, 1)], tx_drain_us=NEVER)
     try:
-        t, rc = in_thread(run, 20.0)
+        t, rc = in_thread(run, LONG)
         a = [plain(i) for i in range(5)]
         inject(fw, rx, a)
         took = wait_for(out, 5, t, 10.0)
