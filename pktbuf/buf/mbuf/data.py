@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
+from ..._jit import kernel, never_inline
 from ...errors import E_FAULT, E_INVAL, E_NOENT, E_NOSPC, E_OVERFLOW, E_RANGE
 from ...rawmem import addr_u8, copy_in_bounds, move_in_bounds
 from .free import pktmbuf_free, pktmbuf_free_seg
@@ -163,6 +163,7 @@ def pktmbuf_chain(dom, head, tail):
     return 0
 
 
+@never_inline
 @kernel
 def pktmbuf_read(dom, h, off, length, buf):
     """``rte_pktmbuf_read``: address of ``length`` bytes of packet data from offset ``off``.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
+from ..._jit import kernel, never_inline
 from ...errors import E_INVAL, E_RANGE
 from .access import hdr_read, pktmbuf_write
 from .mem import load_be16, load_be32, stack_u8, store_be16, store_be32
@@ -58,6 +58,7 @@ def ipv6_frag_id(p):
     return load_be32(p + 4)
 
 
+@never_inline
 @kernel
 def ipv6_skip_ext(dom, h, off, proto, buf):
     """``rte_net_skip_ip6_ext``: skip the extension headers from ``off`` (where a header of

@@ -33,7 +33,8 @@ from .values import (HL_INNER_L2, HL_INNER_L3, HL_INNER_L4, HL_L2, HL_L3, HL_L4,
 _TSO_BITS = np.uint64(0xFFFF) << np.uint64(24)
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _store(dom, h, pt, hl):
     m = dom.mb[h]
     m.packet_type = pt
@@ -45,7 +46,8 @@ def _store(dom, h, pt, hl):
     m.tx_offload = (m.tx_offload & _TSO_BITS) | lens
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _one(dom, h, layers, hl, lens, buf):
     """Parse and store one packet.  A packet wholly in its first segment (nearly all) is
     parsed inline from that segment's address; any other goes to the out-of-line parser with

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
+from ..._jit import always_inline, kernel, never_inline
 from ...errors import E_INVAL, E_RANGE
 from ...rawmem import load_u8
 from ..hdr.access import hdr_read
@@ -65,7 +65,8 @@ MAX_MPLS_HDR = 5
 SCRATCH = 64              # bytes of stack for a header that straddles segments (IPv6: 40)
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _rd(dom, h, off, n, buf, base, dlen, fast):
     """:func:`~pktbuf.net.hdr.access.hdr_read` for the parser.  ``fast`` (a constant at every
     call): the whole packet is in the first segment (``pkt_len <= data_len``), whose data
@@ -79,7 +80,8 @@ def _rd(dom, h, off, n, buf, base, dlen, fast):
     return hdr_read(dom, h, off, n, buf)
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _l4_bits(proto, inner):
     if proto == IPPROTO_UDP:
         return PTYPE_INNER_L4_UDP if inner else PTYPE_L4_UDP
@@ -90,13 +92,15 @@ def _l4_bits(proto, inner):
     return 0
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _ip6_is_ext(proto):
     return (proto == IPPROTO_HOPOPTS or proto == IPPROTO_ROUTING or proto == IPPROTO_FRAGMENT
             or proto == IPPROTO_ESP or proto == IPPROTO_AH or proto == IPPROTO_DSTOPTS)
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _ip_layer(dom, h, layers, hl, proto, off, buf, base, dlen, fast, inner):
     """The L3 header at ``off`` and the L4 protocol after it: ``(bits, proto, off, stop)``.
     ``stop`` means the parse ends here with the bits found so far (a layer not asked for, a
@@ -155,7 +159,8 @@ def _ip_layer(dom, h, layers, hl, proto, off, buf, base, dlen, fast, inner):
     return 0, proto, off, False
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _tunnel(dom, h, proto, off, buf, base, dlen, fast):
     """``(tunnel bits, inner proto, offset after the tunnel header)``."""
     if proto == IPPROTO_GRE:
@@ -174,7 +179,8 @@ def _tunnel(dom, h, proto, off, buf, base, dlen, fast):
     return 0, proto, off
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _vlan(dom, h, proto, off, buf, base, dlen, fast, s_l2, hl):
     """After an ethertype: one VLAN tag or a QinQ pair.  ``(kind, proto, off)`` with kind 0
     (none), 1 (VLAN), 2 (QinQ), or -1/-2 when that tag could not be read."""
@@ -193,6 +199,7 @@ def _vlan(dom, h, proto, off, buf, base, dlen, fast, s_l2, hl):
     return 0, proto, off
 
 
+@never_inline
 @kernel
 def net_get_ptype_buf(dom, h, layers, hl, buf):
     """:func:`net_get_ptype_lens` with the caller's scratch buffer (``buf``: uint8, 64 bytes
@@ -200,7 +207,8 @@ def net_get_ptype_buf(dom, h, layers, hl, buf):
     return _parse(dom, h, layers, hl, buf, np.int64(0), np.int64(0), False)
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def net_ptype_first_seg(dom, h, layers, hl, buf, base, dlen):
     """The parser for a packet wholly in its first segment (``pkt_len <= data_len``; its data
     at ``base``, ``dlen`` bytes): no mbuf field is read again, no call is made but the IPv6
@@ -209,7 +217,8 @@ def net_ptype_first_seg(dom, h, layers, hl, buf, base, dlen):
     return _parse(dom, h, layers, hl, buf, base, dlen, True)
 
 
-@kernel(inline="always")
+@always_inline
+@kernel
 def _parse(dom, h, layers, hl, buf, base, dlen, fast):
     """The parser itself; ``fast``: see :func:`_rd`."""
     p = _rd(dom, h, 0, 14, buf, base, dlen, fast)
