@@ -91,7 +91,12 @@ SYSTEM_FILES = {"test_docs.py", "test_options.py", "test_examples.py", "test_exa
 UNIT_FILES = {"memif/test_facade.py", "memif/test_hostile.py", "memif/test_loopback.py",
               "memif/test_peermem.py", "memif/test_poll.py", "memif/test_proto.py",
               "memif/test_validate.py", "memif/test_variants.py", "apps/test_compile.py",
-              "pcap/test_ngcall.py"}
+              "pcap/test_ngcall.py", "vhost/test_front_end.py", "vhost/test_kernels.py",
+              "vhost/test_packed.py", "virtio_user/test_big_ring.py",
+              "virtio_user/test_event_idx.py", "virtio_user/test_indirect.py",
+              "virtio_user/test_kernels.py", "virtio_user/test_kernels_packed.py",
+              "virtio_user/test_pair.py", "virtio_user/test_pair_packed.py",
+              "l3fwd/test_naive.py", "l3fwd/test_placement.py"}
 # The checked build (PKTBUF_CHECKED=1 NUMBA_BOUNDSCHECK=1) asserts every raw copy against its
 # buffers and every array index inside the kernels.  CI runs it over the tests that drive the
 # kernels which copy packet data or index with computed offsets -- mbufs and the mempool
