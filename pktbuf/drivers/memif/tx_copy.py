@@ -220,16 +220,32 @@ def tx_put_general(q, r16, r32, client, mb, h, cur, j, free, got):
     return j + 1, got
 
 
+@kernel(inline="always")
+def _tx_begin(q):
+    """Both loops' start: ``(r16, r32, client, cursor, free slots)``; free < 0: the queue
+    failed (nothing to send)."""
+    r16 = ring_u16(q)
+    r32 = ring_u32(q)
+    client = q.cfg[Q_KIND] == K_CLIENT_TX
+    cur = q.st[QS_LAST]
+    return r16, r32, client, cur, tx_free_slots(q, r16, client, cur)
+
+
+@kernel(inline="always")
+def _tx_end(q, r16, r32, client, cur, j, got, p, n, nbytes):
+    """Both loops' end: a server gives back the slots it took but did not fill, then the
+    ``j`` filled slots (``p`` packets, ``nbytes``) are published."""
+    if not client:
+        tx_unwind(q, r32, cur, j, got)
+    tx_publish(q, r16, client, cur, j, p, n, nbytes)
+
+
 @kernel(literal=("loop",))
 def tx_copy(dom, q, lcore, mbufs, n, loop):
     """A copy-mode Tx burst with fast loop ``loop`` (``L_ONE`` or ``L_SPLIT``, a constant:
     one compiled version per shape).  ``FALLBACK`` when a packet does not fit the shape
     (nothing published: the caller runs :func:`tx_copy_general`)."""
-    r16 = ring_u16(q)
-    r32 = ring_u32(q)
-    client = q.cfg[Q_KIND] == K_CLIENT_TX
-    cur = q.st[QS_LAST]
-    free = tx_free_slots(q, r16, client, cur)
+    r16, r32, client, cur, free = _tx_begin(q)
     if free < 0:
         return 0
     bsize = q.cfg[Q_BSIZE]
@@ -254,9 +270,7 @@ def tx_copy(dom, q, lcore, mbufs, n, loop):
         j = nj
         nbytes += np.int64(mb[h].pkt_len)
         p += 1
-    if not client:
-        tx_unwind(q, r32, cur, j, got)
-    tx_publish(q, r16, client, cur, j, p, n, nbytes)
+    _tx_end(q, r16, r32, client, cur, j, got, p, n, nbytes)
     if p == 0:
         return 0
     pktmbuf_free_bulk(dom, lcore, mbufs, p)   # one run-grouped bulk free
@@ -272,11 +286,7 @@ def tx_copy_general(dom, q, lcore, mbufs_addr, n):
     be compiled -- and linked into every caller -- with the fast loops.  Called through its
     address (:mod:`.variants`), hence the handles' address."""
     mbufs = addr_view(mbufs_addr, n, np.int32)
-    r16 = ring_u16(q)
-    r32 = ring_u32(q)
-    client = q.cfg[Q_KIND] == K_CLIENT_TX
-    cur = q.st[QS_LAST]
-    free = tx_free_slots(q, r16, client, cur)
+    r16, r32, client, cur, free = _tx_begin(q)
     if free < 0:
         return 0
     mb = dom.mb
@@ -294,9 +304,7 @@ def tx_copy_general(dom, q, lcore, mbufs_addr, n):
         j = nj
         nbytes += np.int64(mb[h].pkt_len)
         p += 1
-    if not client:
-        tx_unwind(q, r32, cur, j, got)
-    tx_publish(q, r16, client, cur, j, p, n, nbytes)
+    _tx_end(q, r16, r32, client, cur, j, got, p, n, nbytes)
     for x in range(p):          # DPDK 22.11: one free per packet
         pktmbuf_free(dom, lcore, mbufs[x])
     return p
