@@ -297,8 +297,11 @@ def _one_specialisation_per_shape(disp, keep=()):
     named in ``keep`` keep their literal type: one version per value, with the branches on it
     pruned at compile time."""
     compile_exact = disp.compile
-    names = list(inspect.signature(disp.py_func).parameters)
-    kept = tuple(names.index(k) for k in keep)
+    if keep:
+        names = list(inspect.signature(disp.py_func).parameters)
+        kept = tuple(names.index(k) for k in keep)
+    else:
+        kept = ()
 
     lock_name = f"{disp.py_func.__module__}.{disp.py_func.__qualname__}"
 
@@ -313,7 +316,32 @@ def _one_specialisation_per_shape(disp, keep=()):
             return compile_exact(sig)
 
     disp.compile = compile
+    _load_without_refresh(disp)
     return disp
+
+
+def _load_without_refresh(disp):
+    """Load ``disp``'s cached versions without refreshing Numba's typing and lowering
+    registries first.
+
+    Numba's ``Cache.load_overload`` refreshes the target context before every load: the first
+    refresh of a process imports and installs every implementation Numba has (NumPy's array
+    functions, typed containers, random generators, ...), a fifth of a second or more, which a
+    program that only loads compiled kernels never needs -- rebuilding one takes the code
+    generator, the runtime's symbols and nothing else.  So the load here initialises the runtime
+    (what the refresh would have done for it) and loads; a version that has to be compiled
+    still goes through Numba's compiler, which refreshes the registries itself."""
+    cache = getattr(disp, "_cache", None)
+    if cache is None or not hasattr(cache, "_load_overload"):
+        return
+
+    def load_overload(sig, target_context):
+        from numba.core.runtime import rtsys
+        rtsys.initialize(target_context)
+        with cache._guard_against_spurious_io_errors():
+            return cache._load_overload(sig, target_context)
+
+    cache.load_overload = load_overload
 
 
 def kernel(fn=None, *, inline: str = "never", nrt: bool = False, literal: tuple = (),
