@@ -31,6 +31,8 @@ code           value   meaning
 ``E_INVAL``    -22     invalid argument
 ``E_NOSPC``    -28     no room: append beyond tailroom, prepend beyond headroom
 ``E_RANGE``    -34     out of range: adj/trim/read beyond the data, refcnt overflow/underflow
+``E_NOSYS``    -38     a path called through the call table is not installed in this process
+                       (no domain created or attached yet: :mod:`pktbuf.calltable`)
 ``E_OVERFLOW`` -75     chain would exceed 65535 segments
 ``E_ALREADY``  -114    object already free (double free)
 =============  ======  =======================================================
@@ -55,6 +57,7 @@ E_EXIST = -17
 E_INVAL = -22
 E_NOSPC = -28
 E_RANGE = -34
+E_NOSYS = -38
 E_OVERFLOW = -75
 E_ALREADY = -114
 

@@ -25,6 +25,10 @@ C-contiguous ``int32``.  Calls return counts or 0, or a negative errno on failur
 Kernels check what they need to stay memory-safe on valid handles (array bounds, counts,
 lengths against buffers); they do not check that a handle is a live, allocated mbuf -- the
 facade does that (and the debug switch makes the free kernels check it too).
+
+Importing this module installs the free kernels' out-of-line paths in this process (compiled,
+or loaded from the cache: :mod:`pktbuf.calltable`), as creating or attaching a
+:class:`~pktbuf.Domain` does, so code that maps a domain's memory by hand can free into it.
 """
 from .atomics import (cas, compiler_barrier, cpu_pause, exchange, fence, fence_acquire,  # noqa: F401
                       fence_release, fetch_add, fetch_and, fetch_or, fetch_sub, field_cas,
@@ -38,6 +42,7 @@ from .buf.mbuf.data import (pktmbuf_adj, pktmbuf_append, pktmbuf_buffer, pktmbuf
 from .buf.mbuf.dynfield import mbuf_dynfield_read, mbuf_dynfield_write  # noqa: F401
 from .buf.mbuf.free import (pktmbuf_free, pktmbuf_free_bulk, pktmbuf_free_bulk_staged,  # noqa: F401
                             pktmbuf_free_seg, pktmbuf_prefree_seg)
+from .buf.mbuf.free import install_free_paths as _install_free_paths
 from .buf.mbuf.indirect import (mbuf_from_indirect, mbuf_refcnt_read, mbuf_refcnt_set,  # noqa: F401
                                 mbuf_refcnt_update, pktmbuf_attach, pktmbuf_clone, pktmbuf_detach,
                                 pktmbuf_refcnt_update)
@@ -117,3 +122,5 @@ from .net.cksum.ipv6 import (ipv6_udptcp_cksum, ipv6_udptcp_cksum_mbuf,  # noqa:
 from .net.cksum.incr import cksum_update16, cksum_update32, ipv4_ttl_dec_cksum  # noqa: F401
 
 __all__ = [n for n in dir() if not n.startswith("_")]
+
+_install_free_paths()

@@ -72,6 +72,11 @@ def _core():
     warm_kernels()
 
 
+def _free_paths():
+    from ..buf.mbuf.free import install_free_paths
+    install_free_paths()
+
+
 def _eof():
     from ..block import BlockType
     from ..buf.mbuf import layout  # noqa: F401  (the domain block's layout)
@@ -141,7 +146,10 @@ UNITS = {
     # nothing: they start beside the facade's entries, and the mbuf kernels several of them
     # call are compiled by whichever gets there first (the others wait on the function's lock,
     # then load it)
-    "core": ((), _core),
+    # the free kernels' rare paths, called through the call table (pktbuf.calltable): every
+    # process that makes a domain loads them, so the units that run code on a pool build on it
+    "mbuf:free": ((), _free_paths),
+    "core": (("mbuf:free",), _core),
     # the pcapng parser: compiled when a port opens a pcapng file, not with the bursts
     # (pktbuf.drivers.pcap.ngcall), so neither `demo` nor `fwd` compiles it
     "pcapng": ((), _pcapng),
@@ -171,8 +179,10 @@ for _d in DRIVERS:
     UNITS[f"{_d}:rx"] = ((), _bursts(_rx) if _d != "pcap"
                           else (lambda f=_bursts(_rx): (f(), _eof())))
     UNITS[f"{_d}:tx"] = ((), _bursts(_tx))
-    UNITS[_d] = ((f"{_d}:rx", f"{_d}:tx") + _PORT_EXTRA.get(_d, ()), None)
-UNITS["traffic"] = (("memif:rx", "memif:tx"), _traffic)   # the bursts it links, not the paths
+    # (and the free paths: whatever opens a port of the type makes a domain first)
+    UNITS[_d] = (("mbuf:free", f"{_d}:rx", f"{_d}:tx") + _PORT_EXTRA.get(_d, ()), None)
+# the bursts it links, not the paths
+UNITS["traffic"] = (("mbuf:free", "memif:rx", "memif:tx"), _traffic)
 # the forwarding loop for one port type each (fwd:memif, ...), and for every type at once
 for _d in DRIVERS:
     UNITS[f"fwd:{_d}"] = ((_d,), _fwd((_d,)))
@@ -226,9 +236,9 @@ def pcapng_inputs(vdevs) -> bool:
 
 def port_units_to_compile(vdevs) -> list[str]:
     """The burst units (``pcap:rx``, ``pcap:tx``, ...) of the port types of a command line
-    whose burst kernels the cache holds no version of yet: what a command that compiles its
-    own loop (``pktbuf l3fwd``: its stage's) compiles on every core first, so that its loop
-    then loads them.  A device that is not recognised adds nothing (its error comes when the
+    whose burst kernels the cache holds no version of yet, and ``mbuf:free`` if the free paths
+    are not cached: what a command that compiles its own loop (``pktbuf l3fwd``: its stage's)
+    compiles on every core first, so that its loop then loads them.  A device that is not recognised adds nothing (its error comes when the
     port opens)."""
     from ..ethdev.api import driver_of
     units: list[str] = []
@@ -247,6 +257,9 @@ def port_units_to_compile(vdevs) -> list[str]:
             if u not in units and not all(_cached_args(_memif_path(n))
                                           for n in MEMIF_PATH_UNITS[u]):
                 units.append(u)
+    from ..buf.mbuf.free import FREE_PATHS
+    if not all(_cached_args(p) for p in FREE_PATHS):     # what every domain loads, first
+        units.insert(0, "mbuf:free")
     return units
 
 

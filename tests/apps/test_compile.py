@@ -32,15 +32,17 @@ def test_units_come_after_what_they_build_on():
     # forwarder and traffic processes use pools through their loops and ports only); the
     # memif bursts in two units, Rx and Tx, that compile side by side, and the general copy
     # loops they call through an address in two more; not the zero-copy loops (a zero-copy
-    # device compiles those when it is created)
-    assert demo == ["memif:rx", "memif:tx", "memif:rx:general", "memif:tx:general", "memif",
-                    "fwd:memif", "traffic"]
+    # device compiles those when it is created); first the free kernels' out-of-line paths,
+    # which every process that makes a domain loads
+    assert demo == ["mbuf:free", "memif:rx", "memif:tx", "memif:rx:general",
+                    "memif:tx:general", "memif", "fwd:memif", "traffic"]
     assert UNITS["memif"][1] is None                    # done when its parts are
     assert "memif:zerocopy" in units_for(["ports"])
     assert set(TARGETS) >= {"core", "fwd", "demo", "all"}
-    assert units_for(["fwd:pcap+ring"]) == ["ring:rx", "ring:tx", "ring", "pcap:rx", "pcap:tx",
-                                            "pcap", "fwd:ring+pcap"]
-    assert units_for(["ring"], deps=False) == ["ring:rx", "ring:tx", "ring"]  # its halves
+    assert units_for(["fwd:pcap+ring"]) == ["mbuf:free", "ring:rx", "ring:tx", "ring",
+                                            "pcap:rx", "pcap:tx", "pcap", "fwd:ring+pcap"]
+    # its halves and the free paths
+    assert units_for(["ring"], deps=False) == ["mbuf:free", "ring:rx", "ring:tx", "ring"]
     assert fwd_unit_for(["net_pcap0,rx_pcap=x", "net_ring1"]) == "fwd:ring+pcap"
     assert fwd_unit_for(["net_nosuch0"]) == "fwd:all"
 
@@ -68,7 +70,7 @@ def test_two_processes_never_compile_one_function(tmp_path):
     for r in reports:
         data = json.loads(r.read_text())
         assert data["cold"] is False
-        assert [u["unit"] for u in data["units"]] == ["ring:rx", "ring:tx"]
+        assert [u["unit"] for u in data["units"]] == ["mbuf:free", "ring:rx", "ring:tx"]
         seen.append({(c["kernel"], c["args"]) for u in data["units"] for c in u["compiled"]})
     assert seen[0] or seen[1]                     # the empty cache was compiled into
     assert not (seen[0] & seen[1]), sorted(seen[0] & seen[1])[:5]
@@ -136,7 +138,8 @@ def test_a_pcapng_input_adds_its_parser_to_the_fwd_units(tmp_path):
     assert not pcapng_inputs([f"net_pcap0,rx_pcap={classic}", f"net_pcap1,tx_pcap={ng}"])
     assert not pcapng_inputs([f"net_pcap0,rx_pcap={tmp_path / 'missing'}", "net_memif0"])
     assert not pcapng_inputs(None)
-    assert units_for(["fwd:pcap", "pcapng"]) == ["pcap:rx", "pcap:tx", "pcap", "fwd:pcap", "pcapng"]
+    assert units_for(["fwd:pcap", "pcapng"]) == ["mbuf:free", "pcap:rx", "pcap:tx", "pcap",
+                                                 "fwd:pcap", "pcapng"]
 
 
 def test_l3fwd_compiles_the_bursts_its_ports_lack_on_every_core(monkeypatch):
@@ -146,9 +149,13 @@ def test_l3fwd_compiles_the_bursts_its_ports_lack_on_every_core(monkeypatch):
     from pktbuf.drivers.pcap.rx import pcap_rx_burst
     from pktbuf.drivers.pcap.tx import pcap_tx_burst
     from pktbuf.drivers.ring.burst import eth_ring_rx_burst, eth_ring_tx_burst
+    from pktbuf.buf.mbuf.free import FREE_PATHS
     held = {eth_ring_rx_burst: [()], eth_ring_tx_burst: [()]}
     monkeypatch.setattr(c, "_cached_args", lambda disp: held.get(disp))
     two = ["net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap", "net_pcap1,rx_pcap=c.pcap"]
+    # the free paths every domain loads, first, while they are not cached
+    assert c.port_units_to_compile(two) == ["mbuf:free", "pcap:rx", "pcap:tx"]
+    held.update({p: [()] for p in FREE_PATHS})
     assert c.port_units_to_compile(two) == ["pcap:rx", "pcap:tx"]        # once per type
     assert c.port_units_to_compile(["net_ring0"] + two) == ["pcap:rx", "pcap:tx"]
     held[pcap_tx_burst] = [()]

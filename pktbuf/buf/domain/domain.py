@@ -12,6 +12,7 @@ from ...errors import (E_ALREADY, E_BADF, E_FAULT, E_NOMEM, InvalidArgument, Inv
 from ...lcore import check_lcore, facade_lcore, facade_local
 from .dynfield import DynRegistry
 from ..mbuf import layout as _mbuf_layout  # noqa: F401  (registers dom.mb)
+from ..mbuf.free import install_free_paths
 from ..mempool.layout import (CACHE_LINE_WORDS, CACHE_MAX_SIZE, CFG_DEBUG, DOMAIN, MAX_LCORE,
                               MAX_POOLS, STAT_WORDS)
 from ...shm import PAGE, Window
@@ -109,6 +110,7 @@ class Domain:
         self._tls = threading.local()   # per-thread scratch for the free dry run
         self.dyn = DynRegistry()        # dynamic mbuf fields and flags
         self._close_guard = None        # set by a SharedDomain: may a pool close now?
+        install_free_paths()            # what the free kernels call through the call table
 
     @classmethod
     def _attached(cls, window: Window, state) -> "Domain":
@@ -127,6 +129,7 @@ class Domain:
         self._tls = threading.local()
         self.dyn = DynRegistry()
         self._close_guard = None
+        install_free_paths()
         return self
 
     # -- configuration ---------------------------------------------------------------------

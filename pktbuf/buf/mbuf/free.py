@@ -30,18 +30,28 @@ or place.
 Every free kernel takes the ``lcore`` whose caches it may use (``LCORE_ANY`` = none) and
 returns 0, or -- when the domain's debug switch is on and a check fails -- a negative code with
 nothing freed.
+
+The bulk free's rare paths -- the staged walk of chained packets, the pools taking turns, a
+shared or indirect mbuf's prefree, the debug-mode dry run -- are called through this process's
+call table (:mod:`pktbuf.calltable`), not by name: compiled once, in cache entries of their own
+(``free_*_at``), instead of into every burst, loop and stage that frees.  Creating or attaching
+a :class:`~pktbuf.Domain`, or importing :mod:`pktbuf.kernels`, installs them
+(:func:`install_free_paths`); a bulk free in a process that has not returns ``E_NOSYS`` with
+nothing freed.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ... import calltable as CT
 from ..._jit import always_inline, kernel, never_inline
 from ...atomics import field_fetch_add
-from ...errors import E_INVAL, E_NOMEM
+from ...calltable import call_address3, call_address5, slot_address
+from ...errors import E_INVAL, E_NOMEM, E_NOSYS
 from ..mempool.cursor import cursor_close, cursor_open, cursor_put
 from ..mempool.kernels import mempool_generic_put, mempool_put
 from ..mempool.layout import MAX_LCORE, OBJ_FREE
-from ...rawmem import stack_i32
+from ...rawmem import addr_view, stack_i32
 from .check import pktmbuf_free_check
 from .indirect import pktmbuf_detach
 from .layout import F_NOT_DIRECT, NULL
@@ -100,7 +110,7 @@ def _free_slow(dom, lcore, h):
     if debug_enabled(dom):
         one = stack_i32(1)
         one[0] = h
-        rc = _debug_free_check(dom, one, 1)
+        rc = _free_check_call(dom, one, 1)
         if rc < 0:
             return rc
     seg = np.int64(h)
@@ -217,11 +227,14 @@ def _free_chains(dom, lcore, mbufs, start, n):
 
 @kernel
 def _bulk_precheck(dom, mbufs, n):
-    """Bounds always; the dry run when the debug switch is on.  0 or a negative code."""
+    """Bounds always; the dry run when the debug switch is on; ``E_NOSYS`` when this process
+    has not installed the free paths (:func:`install_free_paths`).  0 or a negative code."""
     if n < 0 or n > mbufs.size:
         return E_INVAL
+    if slot_address(CT.FREE_CHAINS) == 0:
+        return E_NOSYS
     if debug_enabled(dom):
-        return _debug_free_check(dom, mbufs, n)
+        return _free_check_call(dom, mbufs, n)
     return 0
 
 
@@ -304,7 +317,8 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
 
     Equivalent to DPDK's ``rte_pktmbuf_free_bulk``; see the module docstring for how runs of
     one pool go back to it straight from ``mbufs``.  ``mbufs`` itself is not modified.
-    -EINVAL if ``n`` is outside ``mbufs``.
+    -EINVAL if ``n`` is outside ``mbufs``; -ENOSYS (nothing freed) if this process has not
+    installed the free paths.
     """
     rc = _bulk_precheck(dom, mbufs, n)
     if rc < 0:
@@ -323,12 +337,16 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
             # the run before ended here at a change of pool only: this mbuf was checked there
             seen = False
         elif m.next != NULL:
-            # the first chained packet: DPDK's staged walk does the rest
-            _free_chains(dom, lcore, mbufs, np.int64(i), np.int64(n))
+            # the first chained packet: DPDK's staged walk does the rest (through the call
+            # table: _bulk_precheck found the slot filled)
+            call_address5(slot_address(CT.FREE_CHAINS), dom, np.int64(lcore), mbufs,
+                          np.int64(i), np.int64(n))
             return 0
         elif m.refcnt != 1 or (m.ol_flags & F_NOT_DIRECT) != 0 or m.nb_segs != 1:
-            # shared, indirect or with a stale nb_segs: the general per-segment path
-            if _prefree_call(dom, lcore, h) == NULL:
+            # shared, indirect or with a stale nb_segs: the general per-segment path, through
+            # the call table (detaching an indirect mbuf frees into its direct one's pool)
+            if call_address3(slot_address(CT.FREE_PREFREE), dom, np.int64(lcore),
+                             np.int64(h)) == NULL:
                 i += _U(1)          # still referenced elsewhere: not ours to free
                 continue
         # mbuf i is freeable: it starts a run of its pool.  The inner loop is the common
@@ -360,7 +378,8 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
             # a run of one ended by a freeable mbuf of another pool: pools may be alternating,
             # A, B, A, B: the loop of runs of one, with the two caches in registers (it frees
             # mbuf `start` too)
-            i = _U(_free_alternating(dom, np.int64(lcore), mbufs, np.int64(start), n))
+            i = _U(call_address5(slot_address(CT.FREE_ALTERNATING), dom, np.int64(lcore),
+                                 mbufs, np.int64(start), np.int64(n)))
             seen = False
         else:
             # a run of one (a NULL or a shared mbuf next to it): the one-object put, which is
@@ -368,3 +387,65 @@ def pktmbuf_free_bulk(dom, lcore, mbufs, n):
             mempool_put(dom, pool, np.int64(lcore), h)
             i = start + _U(1)
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the paths called through this process's call table (pktbuf.calltable): each compiled once, in
+# a cache entry of its own, instead of into every kernel that frees -- and again into every
+# loop above those.  Each takes the handle array as the address of its data.
+
+@kernel(cfunc=True)
+def free_alternating_at(dom, lcore, mbufs_addr, k, n):
+    return np.int64(_free_alternating(dom, lcore, addr_view(mbufs_addr, n, np.int32), k, n))
+
+
+@kernel(cfunc=True)
+def free_check_at(dom, mbufs_addr, n):
+    return np.int64(_debug_free_check(dom, addr_view(mbufs_addr, n, np.int32), n))
+
+
+@kernel(cfunc=True)
+def prefree_at(dom, lcore, h):
+    return np.int64(pktmbuf_prefree_seg(dom, lcore, h))
+
+
+@kernel(cfunc=True)
+def free_chains_at(dom, lcore, mbufs_addr, start, n):
+    _free_chains(dom, lcore, addr_view(mbufs_addr, n, np.int32), start, n)
+    return np.int64(0)
+
+
+@kernel(inline="always")
+def _free_check_call(dom, mbufs, n):
+    """The debug-mode dry run, through the call table (E_NOSYS: not installed)."""
+    fn = slot_address(CT.FREE_CHECK)
+    if fn == 0:
+        return E_NOSYS
+    return call_address3(fn, dom, mbufs, np.int64(n))
+
+
+def _free_path_sigs():
+    from numba import types
+    from ...block import BlockType
+    from . import layout  # noqa: F401  (the domain block's layout)
+    d, i = BlockType("domain"), types.int64
+    return ((CT.FREE_ALTERNATING, free_alternating_at, (d, i, i, i, i)),
+            (CT.FREE_CHECK, free_check_at, (d, i, i)),
+            (CT.FREE_PREFREE, prefree_at, (d, i, i)),
+            (CT.FREE_CHAINS, free_chains_at, (d, i, i, i, i)))
+
+
+FREE_PATHS = (free_alternating_at, free_check_at, prefree_at, free_chains_at)
+"""The kernels :func:`install_free_paths` compiles or loads (``pktbuf compile`` warms them)."""
+
+
+def install_free_paths() -> None:
+    """Compile (or load from the cache) the free paths the free kernels call through this
+    process's call table and fill their slots -- the chained packets' last, which the kernels
+    test.  Idempotent; every :class:`~pktbuf.Domain` created or attached calls it, so a
+    process that has a domain to free into has them."""
+    if CT.installed(CT.FREE_CHAINS):
+        return
+    from ..._jit import cfunc_address
+    for slot, disp, sig in _free_path_sigs():
+        CT.install(slot, cfunc_address(disp, sig))
