@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
+from ...net.hash.crc import load_u64_at, store_u64_at
 from ...net.hash.lookup import hash_lookup_bulk_data, hash_lookup_data
 from ...net.lpm.lpm4 import lpm_lookup, lpm_lookupx4
 from ...net.lpm.lpm6 import lpm6_lookup
@@ -126,28 +127,27 @@ def _enabled(mask, port):
     return port < MAX_ETHPORTS and (mask >> port) & 1 == 1
 
 
+# the key words' masks, as l3fwd's mask0 / mask1 (little-endian: byte 0 is the low byte)
+_KEY4_MASK0 = np.uint64(0xFFFFFFFF0000FF00)     # TTL, checksum out; protocol, source kept
+_KEY6_MASK0 = np.uint64(0xFFFFFFFF00FF0000)     # payload length, hop limit out; next header
+
+
 @kernel(inline="always")
 def _key4(key, p):
     """l3fwd's ``ipv4_5tuple_host`` key: bytes 22..37 from the TTL on, masked to the protocol,
-    addresses and ports."""
-    for i in range(16):
-        key[i] = p[22 + i]
-    key[0] = 0
-    key[2] = 0
-    key[3] = 0
+    addresses and ports -- two 8-byte loads and an AND, as l3fwd's 16-byte load and mask."""
+    store_u64_at(key, 0, load_u64_at(p, 22) & _KEY4_MASK0)
+    store_u64_at(key, 8, load_u64_at(p, 30))
 
 
 @kernel(inline="always")
 def _key6(key, p):
     """``ipv6_5tuple_host``: bytes 18..65 from the payload length on, masked to the next
-    header, addresses and ports."""
-    for i in range(48):
-        key[i] = p[18 + i]
-    key[0] = 0
-    key[1] = 0
-    key[3] = 0
-    for i in range(40, 48):
-        key[i] = 0
+    header, addresses and ports (the last 8 bytes zero)."""
+    store_u64_at(key, 0, load_u64_at(p, 18) & _KEY6_MASK0)
+    for w in range(1, 5):
+        store_u64_at(key, 8 * w, load_u64_at(p, 18 + 8 * w))
+    store_u64_at(key, 40, np.uint64(0))
 
 
 @kernel

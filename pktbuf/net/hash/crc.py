@@ -94,6 +94,24 @@ def load_u64_at(typingctx, ary, off):
 
 
 @intrinsic
+def store_u64_at(typingctx, ary, off, v):
+    """Store ``v`` as 8 little-endian bytes at byte offset ``off`` of array ``ary``'s data (an
+    unaligned store; the caller keeps ``off + 8`` inside the array)."""
+    if not (isinstance(ary, types.Array) and isinstance(off, types.Integer)
+            and isinstance(v, types.Integer)):
+        raise TypingError("store_u64_at(array, int, int)")
+
+    def codegen(context, builder, sig, args):
+        o = context.cast(builder, args[1], sig.args[1], types.int64)
+        p = builder.bitcast(_byte_ptr(context, builder, sig.args[0], args[0], o),
+                            ir.IntType(64).as_pointer())
+        builder.store(context.cast(builder, args[2], sig.args[2], types.uint64), p, align=1)
+        return context.get_dummy_value()
+
+    return types.none(ary, off, v), codegen
+
+
+@intrinsic
 def load_u8_at(typingctx, ary, off):
     """The byte at byte offset ``off`` of array ``ary``'s data."""
     if not isinstance(ary, types.Array) or not isinstance(off, types.Integer):
