@@ -10,7 +10,7 @@ from ...atomics import fence_acquire, load_acquire
 from ...errors import E_INVAL, E_NOENT, E_OK
 from ...rawmem import stack_i32
 from .access import _key_ok, _lookup_lf, _search_bucket, _sig_mask, _stack_u64
-from .crc import hash_crc_at, prefetch_at
+from .crc import hash_crc16_at, hash_crc_at, prefetch_at
 from .layout import _M32, _U0, BUCKET_ENTRIES, LOOKUP_BULK_MAX, M_INIT, M_KEY_LEN, M_MASK, M_STRIDE
 
 # ---------------------------------------------------------------------------------------------
@@ -75,7 +75,10 @@ def _bulk_buckets(blk, keys, n, hs, prim, sec, compute):
     rs = keys.strides[0]
     for i in range(n):
         if compute:
-            h = hash_crc_at(keys, i * rs, key_len, init)
+            if key_len == 16:       # l3fwd's 5-tuple: two crc32 steps, no loop
+                h = hash_crc16_at(keys, i * rs, init)
+            else:
+                h = hash_crc_at(keys, i * rs, key_len, init)
             hs[i] = h
         else:
             h = np.int64(hs[i]) & _M32
