@@ -238,8 +238,8 @@ def port_units_to_compile(vdevs) -> list[str]:
     """The burst units (``pcap:rx``, ``pcap:tx``, ...) of the port types of a command line
     whose burst kernels the cache holds no version of yet, and ``mbuf:free`` if the free paths
     are not cached: what a command that compiles its own loop (``pktbuf l3fwd``: its stage's)
-    compiles on every core first, so that its loop then loads them.  A device that is not recognised adds nothing (its error comes when the
-    port opens)."""
+    compiles on every core first, so that its loop then loads them.  A device that is not
+    recognised adds nothing (its error comes when the port opens)."""
     from ..ethdev.api import driver_of
     units: list[str] = []
     for v in vdevs or ():

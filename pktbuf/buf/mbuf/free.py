@@ -42,10 +42,12 @@ nothing freed.
 from __future__ import annotations
 
 import numpy as np
+from numba import types
 
 from ... import calltable as CT
-from ..._jit import always_inline, kernel, never_inline
+from ..._jit import always_inline, cfunc_address, kernel, never_inline
 from ...atomics import field_fetch_add
+from ...block import BlockType
 from ...calltable import call_address3, call_address5, slot_address
 from ...errors import E_INVAL, E_NOMEM, E_NOSYS
 from ..mempool.cursor import cursor_close, cursor_open, cursor_put
@@ -424,18 +426,14 @@ def _free_check_call(dom, mbufs, n):
     return call_address3(fn, dom, mbufs, np.int64(n))
 
 
-def _free_path_sigs():
-    from numba import types
-    from ...block import BlockType
-    from . import layout  # noqa: F401  (the domain block's layout)
-    d, i = BlockType("domain"), types.int64
-    return ((CT.FREE_ALTERNATING, free_alternating_at, (d, i, i, i, i)),
-            (CT.FREE_CHECK, free_check_at, (d, i, i)),
-            (CT.FREE_PREFREE, prefree_at, (d, i, i)),
-            (CT.FREE_CHAINS, free_chains_at, (d, i, i, i, i)))
+_D, _I = BlockType("domain"), types.int64
+_FREE_PATH_SLOTS = ((CT.FREE_ALTERNATING, free_alternating_at, (_D, _I, _I, _I, _I)),
+                    (CT.FREE_CHECK, free_check_at, (_D, _I, _I)),
+                    (CT.FREE_PREFREE, prefree_at, (_D, _I, _I)),
+                    (CT.FREE_CHAINS, free_chains_at, (_D, _I, _I, _I, _I)))
+"""Slot, kernel and argument types of each path; the chained packets' slot last."""
 
-
-FREE_PATHS = (free_alternating_at, free_check_at, prefree_at, free_chains_at)
+FREE_PATHS = tuple(disp for _, disp, _ in _FREE_PATH_SLOTS)
 """The kernels :func:`install_free_paths` compiles or loads (``pktbuf compile`` warms them)."""
 
 
@@ -446,6 +444,5 @@ def install_free_paths() -> None:
     process that has a domain to free into has them."""
     if CT.installed(CT.FREE_CHAINS):
         return
-    from ..._jit import cfunc_address
-    for slot, disp, sig in _free_path_sigs():
+    for slot, disp, sig in _FREE_PATH_SLOTS:
         CT.install(slot, cfunc_address(disp, sig))
