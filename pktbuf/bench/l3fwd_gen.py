@@ -48,13 +48,15 @@ def _csum(b: bytes) -> int:
 
 
 def l3fwd_headers(pkt_len: int = PKT_LEN, src_mac: bytes = GEN_MAC,
-                  dst_mac: bytes = bytes([2, 0, 0, 0, 0, 0])) -> np.ndarray:
-    """The 42 header bytes (Ethernet, IPv4, UDP) of the frame both forwarders route to port
-    1, for :func:`~pktbuf.apps.txonly.txonly_alloc_burst`."""
+                  dst_mac: bytes = bytes([2, 0, 0, 0, 0, 0]), src_ip: bytes = SRC_IP,
+                  dst_ip: bytes = DST_IP, sport: int = UDP_PORT,
+                  dport: int = UDP_PORT) -> np.ndarray:
+    """The 42 header bytes (Ethernet, IPv4, UDP) of a ``pkt_len``-byte frame; by default the
+    one both forwarders route to port 1, for :func:`~pktbuf.apps.txonly.txonly_alloc_burst`."""
     ip_len = pkt_len - 14
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0, 64, 17, 0, SRC_IP, DST_IP)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0, 64, 17, 0, src_ip, dst_ip)
     ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
-    udp = struct.pack("!HHHH", UDP_PORT, UDP_PORT, ip_len - 20, 0)
+    udp = struct.pack("!HHHH", sport, dport, ip_len - 20, 0)
     return np.frombuffer(bytes(dst_mac) + bytes(src_mac) + b"\x08\x00" + ip + udp,
                          np.uint8).copy()
 

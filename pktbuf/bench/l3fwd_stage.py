@@ -19,6 +19,7 @@ from ..apps.l3fwd import routes
 from ..apps.l3fwd.app import Tables, make_cfg, make_state
 from ..apps.l3fwd.options import Options
 from ..drivers.common.kinds import MAX_PORTS
+from .l3fwd_gen import PKT_LEN, l3fwd_headers
 
 BURST = 32
 MASK = 0x7
@@ -32,13 +33,6 @@ def stage_loop(state, dom, pkts, dest, cnt, bursts):
         K.l3fwd_stage(state, dom, 0, pkts, BURST, dest, cnt)
         s += dest[0] + dest[BURST - 1]
     return s
-
-
-def _frame(src: bytes, dst: bytes, sport: int, dport: int) -> bytes:
-    eth = bytes(6) + bytes((2, 0, 0, 0, 0, 1)) + b"\x08\x00"
-    l4 = sport.to_bytes(2, "big") + dport.to_bytes(2, "big") + (20).to_bytes(2, "big") + bytes(14)
-    ip = bytes((0x45, 0, 0, 20 + len(l4), 0, 0, 0, 0, 64, 17, 0, 0)) + src + dst
-    return eth + ip + l4
 
 
 class StageBench:
@@ -59,7 +53,9 @@ class StageBench:
         self.mbufs = []
         for i in range(BURST):
             m = self.pool.alloc()
-            m.append_bytes(_frame(*flows[i % len(flows)]))
+            src, dst, sport, dport = flows[i % len(flows)]
+            hdr = l3fwd_headers(PKT_LEN, src_ip=src, dst_ip=dst, sport=sport, dport=dport)
+            m.append_bytes(hdr.tobytes() + bytes(PKT_LEN - hdr.size))
             self.mbufs.append(m)
         self.pkts = np.array([int(m) for m in self.mbufs], np.int32)
         self.dest = np.zeros(BURST, np.int32)
